@@ -1,0 +1,223 @@
+//! The `husk` command line: `husk run` runs one job, `husk compile`
+//! precompiles a component.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+
+use crate::engine::{Engine, EngineConfig};
+use crate::fault::body_value;
+use crate::plugin::{Plugin, World};
+use crate::sandbox::{Execution, Job, Limits, RunEnding, Sandbox};
+
+/// Exit code of a failure of husk itself or of its input (bad path, not a
+/// component, wrong world, bad JSON).
+pub const EXIT_ERROR: u8 = 1;
+/// Exit code of `husk run` when the guest returned a fault of its own.
+pub const EXIT_GUEST_FAULT: u8 = 3;
+/// Exit code of `husk run` when the host killed the job at a limit
+/// (deadline, fuel, memory, stack, output size).
+pub const EXIT_LIMIT_KILL: u8 = 4;
+/// Exit code of `husk run` when the guest trapped (panic, `unreachable`...).
+pub const EXIT_TRAP: u8 = 5;
+
+/// husk: a WebAssembly plugin host for job-queue worker operations.
+#[derive(Debug, Parser)]
+#[command(name = "husk", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one job on a component and print its outcome as JSON.
+    ///
+    /// Exit code: 0 completed, 3 guest fault, 4 killed at a limit, 5 trap,
+    /// 1 bad input.
+    Run(RunArgs),
+    /// Precompile a component ahead of time with Cranelift.
+    Compile(CompileArgs),
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The component: a `.wasm` component or a `.cwasm` from `husk compile`.
+    component: PathBuf,
+    /// The job's input: JSON text, or `@path` to read it from a file.
+    #[arg(long, short)]
+    input: String,
+    /// Deadline after which the job is killed (e.g. `500ms`, `2s`).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Fuel budget (WebAssembly work units); unlimited when absent.
+    #[arg(long)]
+    fuel: Option<u64>,
+    /// Memory cap of the instance (e.g. `64MiB`).
+    #[arg(long, default_value = "64MiB")]
+    memory: bytesize::ByteSize,
+    /// The job's attempt number, as a retry would see it.
+    #[arg(long, default_value_t = 1)]
+    attempt: u32,
+    /// The job's topic.
+    #[arg(long, default_value = "cli")]
+    topic: String,
+    #[command(flatten)]
+    cache: CacheArgs,
+}
+
+#[derive(Debug, Args)]
+struct CompileArgs {
+    /// The component to compile.
+    component: PathBuf,
+    /// Where to write the compiled component (default: beside the input,
+    /// with the extension `.cwasm`).
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Check that the component is a husk `operation` or `error-mapper`.
+    #[arg(long, value_parser = parse_world)]
+    world: Option<World>,
+}
+
+#[derive(Debug, Args)]
+struct CacheArgs {
+    /// Directory of the compile cache (default: `$HUSK_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/husk`, else `~/.cache/husk`).
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+    /// Do not read or write the compile cache.
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
+}
+
+impl CacheArgs {
+    fn dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        self.cache_dir.clone().or_else(default_cache_dir)
+    }
+}
+
+/// The default compile cache directory.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("HUSK_CACHE_DIR") {
+        return Some(dir.into());
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(Path::new(&dir).join("husk"));
+    }
+    std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache").join("husk"))
+}
+
+fn parse_world(s: &str) -> Result<World, String> {
+    match s {
+        "operation" => Ok(World::Operation),
+        "error-mapper" => Ok(World::ErrorMapper),
+        _ => Err(format!("unknown world `{s}` (expected `operation` or `error-mapper`)")),
+    }
+}
+
+/// Installs the `tracing` subscriber: human-readable, to stderr, filtered by
+/// `RUST_LOG` (default: `info`).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+impl Cli {
+    /// Runs the command.
+    ///
+    /// # Errors
+    ///
+    /// A one-line error for bad input or a failure of husk itself.
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        match self.command {
+            Command::Run(args) => run(args),
+            Command::Compile(args) => compile(args),
+        }
+    }
+}
+
+fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let input = read_input(&args.input)?;
+    let limits = Limits { deadline: args.timeout, fuel: args.fuel, memory: args.memory.as_u64(), ..Limits::default() };
+    let config = EngineConfig {
+        fuel: args.fuel.is_some(),
+        max_memory: limits.memory.max(EngineConfig::default().max_memory),
+        max_instances: 4,
+        cache_dir: args.cache.dir(),
+        ..EngineConfig::default()
+    };
+    let sandbox = Sandbox::new(Engine::new(config)?)?;
+    let plugin = Plugin::load(&sandbox, &args.component, World::Operation)?;
+    let job = Job { id: "cli-1".into(), topic: args.topic, attempt: args.attempt, input };
+    let execution = sandbox.execute(&plugin, &job, &limits, None)?;
+    let (report, code) = report(&execution, &plugin);
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(ExitCode::from(code))
+}
+
+fn report(execution: &Execution, plugin: &Plugin) -> (serde_json::Value, u8) {
+    let (mut report, code) = match &execution.ending {
+        RunEnding::Returned(output) => (json!({ "outcome": "completed", "output": body_value(output) }), 0),
+        RunEnding::Fault(fault) => (json!({ "outcome": "fault", "fault": fault }), EXIT_GUEST_FAULT),
+        RunEnding::Killed(kill) => {
+            let code = if kill.is_limit() { EXIT_LIMIT_KILL } else { EXIT_TRAP };
+            (json!({ "outcome": "killed", "fault": kill.to_fault(execution.elapsed) }), code)
+        }
+        RunEnding::Cancelled => (json!({ "outcome": "cancelled" }), EXIT_LIMIT_KILL),
+    };
+    report["stats"] = json!({
+        "elapsed_ms": execution.elapsed.as_secs_f64() * 1e3,
+        "fuel_consumed": execution.fuel_consumed,
+        "peak_memory_bytes": execution.peak_memory,
+        "log": execution.log,
+        "plugin": plugin.digest(),
+        "code_source": plugin.code_source(),
+    });
+    (report, code)
+}
+
+fn read_input(arg: &str) -> anyhow::Result<Vec<u8>> {
+    let (bytes, what) = match arg.strip_prefix('@') {
+        Some(path) => (std::fs::read(path).with_context(|| format!("cannot read input file {path}"))?, path),
+        None => (arg.as_bytes().to_vec(), "--input"),
+    };
+    if let Err(error) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+        bail!("{what} is not valid JSON: {error}");
+    }
+    Ok(bytes)
+}
+
+fn compile(args: CompileArgs) -> anyhow::Result<ExitCode> {
+    let output = args.output.clone().unwrap_or_else(|| args.component.with_extension("cwasm"));
+    let engine = Engine::new(EngineConfig { epoch_tick: None, max_instances: 4, ..EngineConfig::default() })?;
+    let bytes = std::fs::read(&args.component).with_context(|| format!("cannot read {}", args.component.display()))?;
+    if let Some(world) = args.world {
+        let sandbox = Sandbox::new(engine.clone())?;
+        Plugin::from_bytes(&sandbox, &bytes, world, &args.component.display().to_string())?;
+    }
+    let started = Instant::now();
+    let compiled = engine
+        .precompile(&bytes)
+        .map_err(|e| anyhow::anyhow!("{} cannot be compiled: {e:#}", args.component.display()))?;
+    std::fs::write(&output, &compiled).with_context(|| format!("cannot write {}", output.display()))?;
+    eprintln!(
+        "compiled {} -> {} ({} bytes in {:.1} ms)",
+        args.component.display(),
+        output.display(),
+        compiled.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,248 @@
+//! The wasmtime engine husk runs every job on: pooling allocator, epoch
+//! interruption with a ticker thread, optional fuel, and an on-disk cache of
+//! compiled components.
+
+mod cache;
+mod ticker;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use wasmtime::component::Component;
+use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
+
+pub use cache::{CompileCache, content_digest};
+use ticker::Ticker;
+
+/// Default interval between epoch ticks: the granularity of deadlines.
+pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// How an [`Engine`] is built. `EngineConfig::default()` gives:
+///
+/// - `epoch_tick`: `Some(10ms)` — a ticker thread advances the epoch every
+///   10 ms; `None` means no ticker, and the embedder (or a test) calls
+///   [`Engine::increment_epoch`] itself;
+/// - `fuel`: `false` — fuel metering off (turn it on when any topic asks
+///   for a fuel budget; it costs a few percent of guest speed);
+/// - `max_instances`: 1,000 concurrent component instances in the pool;
+/// - `max_memory`: 256 MiB — the largest linear memory any job may get (a
+///   job's own cap, [`crate::sandbox::Limits::memory`], is usually smaller);
+/// - `max_wasm_stack`: 512 KiB of native stack for WebAssembly frames;
+/// - `cache_dir`: `None` — no on-disk compile cache.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Interval of the epoch ticker thread; `None` for manual ticking.
+    pub epoch_tick: Option<Duration>,
+    /// Whether fuel metering is compiled in.
+    pub fuel: bool,
+    /// Instances the pooling allocator holds (the most jobs running at once).
+    pub max_instances: u32,
+    /// Largest linear memory, in bytes, any instance may have.
+    pub max_memory: u64,
+    /// Native stack available to WebAssembly, in bytes.
+    pub max_wasm_stack: usize,
+    /// Directory of the compile cache; `None` disables it.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            epoch_tick: Some(DEFAULT_EPOCH_TICK),
+            fuel: false,
+            max_instances: 1_000,
+            max_memory: 256 << 20,
+            max_wasm_stack: 512 << 10,
+            cache_dir: None,
+        }
+    }
+}
+
+/// Errors building an [`Engine`].
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// wasmtime refused the configuration.
+    #[error("invalid engine configuration: {0:#}")]
+    Config(wasmtime::Error),
+    /// The compile cache directory could not be created.
+    #[error("cannot use compile cache directory {path}: {source}")]
+    Cache {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Where a loaded component's machine code came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CodeSource {
+    /// Compiled from WebAssembly now (and stored in the cache, if any).
+    Compiled,
+    /// Read from the compile cache.
+    Cache,
+    /// Read from a file precompiled by `husk compile`.
+    Precompiled,
+}
+
+/// husk's engine: one per process, shared by every plugin and job. Cheap to
+/// clone. Dropping the last clone stops the ticker thread.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    wasmtime: wasmtime::Engine,
+    config: EngineConfig,
+    /// Mirror of the engine's epoch counter, so deadlines can be measured in
+    /// ticks (wasmtime does not expose the current epoch).
+    epoch: Arc<AtomicU64>,
+    cache: Option<CompileCache>,
+    _ticker: Option<Ticker>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("config", &self.inner.config).finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Builds an engine and starts its epoch ticker.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] when wasmtime refuses the configuration (e.g. the
+    /// pool cannot reserve its address space) or the cache directory cannot
+    /// be created.
+    pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
+        let wasmtime = wasmtime::Engine::new(&wasmtime_config(&config)).map_err(EngineError::Config)?;
+        let cache = match &config.cache_dir {
+            Some(dir) => Some(
+                CompileCache::open(dir, &wasmtime)
+                    .map_err(|source| EngineError::Cache { path: dir.clone(), source })?,
+            ),
+            None => None,
+        };
+        let epoch = Arc::new(AtomicU64::new(0));
+        let ticker = config.epoch_tick.map(|tick| Ticker::start(wasmtime.clone(), epoch.clone(), tick));
+        Ok(Self { inner: Arc::new(Inner { wasmtime, config, epoch, cache, _ticker: ticker }) })
+    }
+
+    /// The wasmtime engine.
+    pub fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner.wasmtime
+    }
+
+    /// The configuration this engine was built with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// The compile cache, if the engine has one.
+    pub fn cache(&self) -> Option<&CompileCache> {
+        self.inner.cache.as_ref()
+    }
+
+    /// Ticks the epoch by hand: every running job sees one more tick toward
+    /// its deadline. The ticker thread calls this; tests with a manual
+    /// engine (`epoch_tick: None`) call it to drive deadlines.
+    pub fn increment_epoch(&self) {
+        increment(&self.inner.wasmtime, &self.inner.epoch);
+    }
+
+    /// The number of epoch ticks since the engine started.
+    pub fn epoch(&self) -> u64 {
+        self.inner.epoch.load(Ordering::Acquire)
+    }
+
+    /// Turns a deadline into whole epoch ticks (at least one). With manual
+    /// ticking, one tick is taken to be [`DEFAULT_EPOCH_TICK`].
+    pub fn ticks_for(&self, deadline: Duration) -> u64 {
+        let tick = self.inner.config.epoch_tick.unwrap_or(DEFAULT_EPOCH_TICK);
+        (deadline.as_nanos().div_ceil(tick.as_nanos().max(1)) as u64).max(1)
+    }
+
+    /// Compiles a component from WebAssembly bytes, through the compile
+    /// cache when there is one.
+    ///
+    /// # Errors
+    ///
+    /// When the bytes are not a valid component for this engine.
+    pub fn compile(&self, wasm: &[u8]) -> wasmtime::Result<(Component, CodeSource)> {
+        match &self.inner.cache {
+            Some(cache) => cache.load_or_compile(&self.inner.wasmtime, wasm),
+            None => Ok((Component::new(&self.inner.wasmtime, wasm)?, CodeSource::Compiled)),
+        }
+    }
+
+    /// Compiles a component ahead of time with Cranelift; the result can be
+    /// loaded by [`Engine::load_precompiled`] on a compatible engine.
+    ///
+    /// # Errors
+    ///
+    /// When the bytes are not a valid component.
+    pub fn precompile(&self, wasm: &[u8]) -> wasmtime::Result<Vec<u8>> {
+        self.inner.wasmtime.precompile_component(wasm)
+    }
+
+    /// Whether `bytes` are a component precompiled for a wasmtime engine
+    /// (not necessarily a compatible one).
+    pub fn is_precompiled_component(bytes: &[u8]) -> bool {
+        matches!(wasmtime::Engine::detect_precompiled(bytes), Some(wasmtime::Precompiled::Component))
+    }
+
+    /// Loads a component precompiled by `husk compile`.
+    ///
+    /// The bytes are machine code that will run in this process: load only
+    /// files produced by husk itself and kept where only the operator can
+    /// write. wasmtime checks that they were compiled by a compatible engine.
+    ///
+    /// # Errors
+    ///
+    /// When the bytes are not a precompiled component or were compiled by an
+    /// incompatible engine.
+    #[allow(unsafe_code)]
+    pub fn load_precompiled(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
+        // SAFETY: the bytes come from `husk compile` (see the doc comment);
+        // wasmtime validates the header and engine compatibility.
+        unsafe { Component::deserialize(&self.inner.wasmtime, bytes) }
+    }
+}
+
+fn increment(engine: &wasmtime::Engine, epoch: &AtomicU64) {
+    // The mirror first: a job that wakes on the engine's tick must see it.
+    epoch.fetch_add(1, Ordering::AcqRel);
+    engine.increment_epoch();
+}
+
+fn wasmtime_config(config: &EngineConfig) -> wasmtime::Config {
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(config.max_instances)
+        .total_core_instances(config.max_instances.saturating_mul(4))
+        .total_memories(config.max_instances.saturating_mul(2))
+        .total_tables(config.max_instances.saturating_mul(4))
+        .total_stacks(0)
+        .max_memory_size(config.max_memory as usize)
+        .max_core_instances_per_component(16)
+        .max_memories_per_component(4)
+        .max_tables_per_component(16)
+        // Return guest memory to the kernel in batches, and keep the first
+        // pages of each memory resident: most jobs touch only a few.
+        .decommit_batch_size(64)
+        .linear_memory_keep_resident(64 << 10)
+        .table_keep_resident(16 << 10);
+
+    let mut wasmtime = wasmtime::Config::new();
+    wasmtime
+        .epoch_interruption(true)
+        .consume_fuel(config.fuel)
+        .max_wasm_stack(config.max_wasm_stack)
+        .memory_init_cow(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    wasmtime
+}

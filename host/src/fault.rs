@@ -1,0 +1,87 @@
+//! Raw faults: the `<code, body>` a failed job reports before classification.
+
+use serde::Serialize;
+
+/// Reserved fault codes: endings the guest did not choose, produced by the
+/// host. They go through a topic's error mapper like any other fault.
+pub mod codes {
+    /// The job ran past its epoch deadline and was killed.
+    pub const TIMEOUT: &str = "husk.timeout";
+    /// The job consumed its whole fuel budget and was killed.
+    pub const OUT_OF_FUEL: &str = "husk.out-of-fuel";
+    /// The job tried to grow its memory past its cap and was killed.
+    pub const MEMORY_LIMIT: &str = "husk.memory-limit";
+    /// The job exhausted the WebAssembly call stack.
+    pub const STACK_OVERFLOW: &str = "husk.stack-overflow";
+    /// The job trapped: a panic, an `unreachable`, an out-of-bounds access,
+    /// or a failure of the host to run it.
+    pub const TRAP: &str = "husk.trap";
+    /// The job returned an output (or fault body) larger than the host accepts.
+    pub const OUTPUT_TOO_LARGE: &str = "husk.output-too-large";
+    /// The worker holding the job's lock did not report before the lock
+    /// expired (it crashed or hung); counts as an attempt.
+    pub const LOCK_EXPIRED: &str = "husk.lock-expired";
+
+    /// Whether `code` is in the namespace reserved for the host.
+    pub fn is_reserved(code: &str) -> bool {
+        code.starts_with("husk.")
+    }
+}
+
+/// A raw fault: what went wrong with one attempt of a job, before an error
+/// mapper classifies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// Machine-readable code, e.g. `payment.declined` or [`codes::TIMEOUT`].
+    pub code: String,
+    /// Details, by convention UTF-8 JSON; may be empty.
+    pub body: Vec<u8>,
+}
+
+impl Fault {
+    /// A fault with `code` and raw `body` bytes.
+    pub fn new(code: impl Into<String>, body: impl Into<Vec<u8>>) -> Self {
+        Self { code: code.into(), body: body.into() }
+    }
+
+    /// A fault with `code` and `body` serialized as JSON.
+    pub fn json(code: impl Into<String>, body: &serde_json::Value) -> Self {
+        Self::new(code, body.to_string())
+    }
+
+    /// The body as JSON when it parses as JSON, otherwise as a JSON string
+    /// (lossy UTF-8); `null` when empty. For display and reports.
+    pub fn body_value(&self) -> serde_json::Value {
+        body_value(&self.body)
+    }
+}
+
+/// `bytes` as JSON when they parse as JSON, otherwise as a JSON string (lossy
+/// UTF-8); `null` when empty.
+pub fn body_value(bytes: &[u8]) -> serde_json::Value {
+    if bytes.is_empty() {
+        return serde_json::Value::Null;
+    }
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(bytes).into_owned()))
+}
+
+impl Serialize for Fault {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("Fault", 2)?;
+        s.serialize_field("code", &self.code)?;
+        s.serialize_field("body", &self.body_value())?;
+        s.end()
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.code)?;
+        if !self.body.is_empty() {
+            write!(f, ": {}", self.body_value())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,17 @@
+//! The `husk` command.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = husk_host::cli::Cli::parse();
+    husk_host::cli::init_tracing();
+    match cli.run() {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(husk_host::cli::EXIT_ERROR)
+        }
+    }
+}

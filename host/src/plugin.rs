@@ -1,0 +1,215 @@
+//! Plugins: components loaded, validated against the world they claim, and
+//! kept pre-instantiated so each job only has to instantiate.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use wasmtime::component::Component;
+
+use crate::bindings::error_mapper::ErrorMapperPre;
+use crate::bindings::operation::OperationPre;
+use crate::engine::{CodeSource, Engine, content_digest};
+use crate::sandbox::{JobState, Sandbox};
+
+/// The world of the WIT contract a plugin is loaded as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum World {
+    /// Exports `execute`: runs jobs.
+    Operation,
+    /// Exports `classify`: classifies faults.
+    ErrorMapper,
+}
+
+impl fmt::Display for World {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            World::Operation => "operation",
+            World::ErrorMapper => "error-mapper",
+        })
+    }
+}
+
+/// Why a component could not be loaded as a plugin. `source` names the file
+/// (or says `component` for bytes).
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// The file could not be read.
+    #[error("cannot read {source_name}: {error}")]
+    Read {
+        /// The file.
+        source_name: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The bytes are not WebAssembly at all.
+    #[error("{source_name} is not a WebAssembly component (no `\\0asm` header)")]
+    NotWasm {
+        /// The file.
+        source_name: String,
+    },
+    /// The bytes are a core module, not a component.
+    #[error(
+        "{source_name} is a core WebAssembly module, not a component (build for wasm32-wasip2, or wrap it with `wasm-tools component new`)"
+    )]
+    CoreModule {
+        /// The file.
+        source_name: String,
+    },
+    /// The component is malformed, or precompiled for an incompatible engine.
+    #[error("{source_name} cannot be compiled: {reason}")]
+    Invalid {
+        /// The file.
+        source_name: String,
+        /// wasmtime's reason.
+        reason: String,
+    },
+    /// The component imports something husk does not provide.
+    #[error("{source_name} imports something husk does not provide: {reason}")]
+    Imports {
+        /// The file.
+        source_name: String,
+        /// wasmtime's reason, naming the import.
+        reason: String,
+    },
+    /// The component does not export what its world requires, or with the
+    /// wrong type.
+    #[error("{source_name} is not a husk:worker `{world}` component: {reason}")]
+    WrongWorld {
+        /// The file.
+        source_name: String,
+        /// The world it was loaded as.
+        world: World,
+        /// What is missing or mistyped.
+        reason: String,
+    },
+}
+
+/// A loaded, validated component, ready to instantiate. Cheap to clone.
+#[derive(Clone)]
+pub struct Plugin {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    digest: String,
+    world: World,
+    code_source: CodeSource,
+    operation: Option<OperationPre<JobState>>,
+    error_mapper: Option<ErrorMapperPre<JobState>>,
+}
+
+impl fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Plugin")
+            .field("digest", &self.inner.digest)
+            .field("world", &self.inner.world)
+            .field("code_source", &self.inner.code_source)
+            .field("also_error_mapper", &self.is_error_mapper())
+            .finish()
+    }
+}
+
+impl Plugin {
+    /// Loads the component in the file at `path` as `world`.
+    ///
+    /// The file may be a component (`.wasm`) or a component precompiled by
+    /// `husk compile` (`.cwasm`).
+    ///
+    /// # Errors
+    ///
+    /// [`PluginError`] when the file cannot be read, is not a component,
+    /// imports what husk does not provide, or does not export `world`'s
+    /// function with the contract's type.
+    pub fn load(sandbox: &Sandbox, path: &Path, world: World) -> Result<Self, PluginError> {
+        let source_name = path.display().to_string();
+        let bytes =
+            std::fs::read(path).map_err(|error| PluginError::Read { source_name: source_name.clone(), error })?;
+        Self::from_bytes(sandbox, &bytes, world, &source_name)
+    }
+
+    /// Loads a component from `bytes` as `world`; `source_name` names it in
+    /// errors. See [`Plugin::load`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Plugin::load`].
+    pub fn from_bytes(sandbox: &Sandbox, bytes: &[u8], world: World, source_name: &str) -> Result<Self, PluginError> {
+        let engine = sandbox.engine();
+        let (component, code_source) = compile(engine, bytes, source_name)?;
+        let instance_pre = sandbox
+            .linker()
+            .instantiate_pre(&component)
+            .map_err(|e| PluginError::Imports { source_name: source_name.to_owned(), reason: format!("{e:#}") })?;
+        let operation = OperationPre::new(instance_pre.clone());
+        let error_mapper = ErrorMapperPre::new(instance_pre);
+        let wrong_world = |e: wasmtime::Error| PluginError::WrongWorld {
+            source_name: source_name.to_owned(),
+            world,
+            reason: format!("{e:#}"),
+        };
+        let (operation, error_mapper) = match world {
+            World::Operation => (Some(operation.map_err(wrong_world)?), error_mapper.ok()),
+            World::ErrorMapper => (operation.ok(), Some(error_mapper.map_err(wrong_world)?)),
+        };
+        Ok(Self {
+            inner: Arc::new(Inner { digest: content_digest(bytes), world, code_source, operation, error_mapper }),
+        })
+    }
+
+    /// SHA-256 of the component's bytes, hex: the plugin's version identity.
+    pub fn digest(&self) -> &str {
+        &self.inner.digest
+    }
+
+    /// The world the plugin was loaded as.
+    pub fn world(&self) -> World {
+        self.inner.world
+    }
+
+    /// Where the plugin's machine code came from (compiled now, the cache,
+    /// or a precompiled file).
+    pub fn code_source(&self) -> CodeSource {
+        self.inner.code_source
+    }
+
+    /// Whether the plugin exports `execute` (it can run jobs).
+    pub fn is_operation(&self) -> bool {
+        self.inner.operation.is_some()
+    }
+
+    /// Whether the plugin exports `classify` (it can be an error mapper).
+    pub fn is_error_mapper(&self) -> bool {
+        self.inner.error_mapper.is_some()
+    }
+
+    pub(crate) fn operation_pre(&self) -> Option<&OperationPre<JobState>> {
+        self.inner.operation.as_ref()
+    }
+
+    pub(crate) fn error_mapper_pre(&self) -> Option<&ErrorMapperPre<JobState>> {
+        self.inner.error_mapper.as_ref()
+    }
+}
+
+fn compile(engine: &Engine, bytes: &[u8], source_name: &str) -> Result<(Component, CodeSource), PluginError> {
+    let invalid =
+        |e: wasmtime::Error| PluginError::Invalid { source_name: source_name.to_owned(), reason: format!("{e:#}") };
+    if Engine::is_precompiled_component(bytes) {
+        return Ok((engine.load_precompiled(bytes).map_err(invalid)?, CodeSource::Precompiled));
+    }
+    if wasmparser::Parser::is_core_wasm(bytes) {
+        return Err(PluginError::CoreModule { source_name: source_name.to_owned() });
+    }
+    if !wasmparser::Parser::is_component(bytes) && !looks_like_wat(bytes) {
+        return Err(PluginError::NotWasm { source_name: source_name.to_owned() });
+    }
+    engine.compile(bytes).map_err(invalid)
+}
+
+/// Whether `bytes` could be the WebAssembly text format (a component written
+/// in WAT), which wasmtime also accepts.
+fn looks_like_wat(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|text| text.trim_start().starts_with("(component"))
+}

@@ -1,0 +1,379 @@
+//! The sandbox: runs one job in a fresh, limited instance and turns every
+//! way it can end into a typed [`Ending`].
+//!
+//! Each job gets its own `Store` with a memory cap, table and instance
+//! limits, an optional fuel budget, and an epoch deadline; WASI with no
+//! preopened directories, no network, no environment and no arguments; and a
+//! log (the `log` import, stdout and stderr) capped in bytes. The store is
+//! dropped when the job ends, however it ends.
+
+mod kill;
+mod logs;
+mod state;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use wasmtime::component::Linker;
+use wasmtime::{Store, UpdateDeadline};
+
+use kill::{CancelRequested, DeadlinePassed, Failure, FailureContext, classify_error};
+pub use kill::{Kill, MemoryLimitExceeded};
+pub use logs::{GUEST_TARGET, LogStats};
+use state::JobLimiter;
+pub(crate) use state::JobState;
+
+pub use crate::bindings::Job;
+use crate::bindings::{Classification, operation};
+use crate::engine::Engine;
+use crate::fault::Fault;
+use crate::plugin::{Plugin, World};
+
+/// The limits of one job. `Limits::default()` gives:
+///
+/// - `deadline`: 10 s of wall time (measured in epoch ticks);
+/// - `fuel`: `None` — no fuel budget (fuel must be enabled on the engine to
+///   set one);
+/// - `memory`: 64 MiB of linear memory;
+/// - `max_output`: 1 MiB of output (or fault code plus body);
+/// - `log_cap`: 64 KiB of log (the `log` import, stdout and stderr together);
+/// - `table_elements`: 20,000 elements per table;
+/// - `instances`: 16 core instances, tables and memories per store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall time after which the job is killed (`husk.timeout`).
+    pub deadline: Duration,
+    /// Fuel budget (`husk.out-of-fuel` when spent); `None` for unlimited.
+    pub fuel: Option<u64>,
+    /// Largest linear memory, in bytes (`husk.memory-limit` past it).
+    pub memory: u64,
+    /// Largest output or fault, in bytes (`husk.output-too-large` past it).
+    pub max_output: u64,
+    /// Bytes of guest log kept per job; the rest is dropped.
+    pub log_cap: u64,
+    /// Largest table, in elements.
+    pub table_elements: u32,
+    /// Most core instances, tables and memories in one job's store.
+    pub instances: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            deadline: Duration::from_secs(10),
+            fuel: None,
+            memory: 64 << 20,
+            max_output: 1 << 20,
+            log_cap: 64 << 10,
+            table_elements: 20_000,
+            instances: 16,
+        }
+    }
+}
+
+impl Limits {
+    /// The small limits an error mapper runs with: 100 ms, 10 million units
+    /// of fuel when fuel is enabled, 16 MiB of memory, 64 KiB of output.
+    pub fn error_mapper() -> Self {
+        Self {
+            deadline: Duration::from_millis(100),
+            fuel: Some(10_000_000),
+            memory: 16 << 20,
+            max_output: 64 << 10,
+            log_cap: 16 << 10,
+            ..Self::default()
+        }
+    }
+}
+
+/// A flag that cancels a job: a running job is interrupted at the next
+/// epoch tick and ends [`Ending::Cancelled`]. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A token that has not been cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels the job.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Whether the job was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// The guest returned output.
+    Completed(Vec<u8>),
+    /// The guest returned a fault of its own.
+    Fault(Fault),
+    /// The host killed the job at a limit, or it trapped.
+    Killed(Kill),
+    /// The job was cancelled through its [`CancelToken`].
+    Cancelled,
+}
+
+/// One run of a guest: its ending and what it used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution<T = Vec<u8>> {
+    /// How the run ended. For an operation, `T` is its output; for an
+    /// error mapper, its classification.
+    pub ending: RunEnding<T>,
+    /// Wall time from store creation to the end of the call.
+    pub elapsed: Duration,
+    /// Fuel consumed, when fuel is enabled.
+    pub fuel_consumed: Option<u64>,
+    /// The largest linear memory the guest asked for, in bytes.
+    pub peak_memory: u64,
+    /// What the guest logged.
+    pub log: LogStats,
+}
+
+/// How a run ended, generic over what success returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnding<T> {
+    /// The guest returned normally.
+    Returned(T),
+    /// The guest returned a fault of its own (operations only).
+    Fault(Fault),
+    /// The host killed the run at a limit, or it trapped.
+    Killed(Kill),
+    /// The run was cancelled.
+    Cancelled,
+}
+
+impl Execution {
+    /// The job's ending as an operation result.
+    pub fn ending(&self) -> Ending {
+        match &self.ending {
+            RunEnding::Returned(output) => Ending::Completed(output.clone()),
+            RunEnding::Fault(fault) => Ending::Fault(fault.clone()),
+            RunEnding::Killed(kill) => Ending::Killed(kill.clone()),
+            RunEnding::Cancelled => Ending::Cancelled,
+        }
+    }
+
+    /// The raw `<code, body>` result: output, or the fault to classify (a
+    /// guest fault, or a kill turned into its reserved fault). `None` for a
+    /// cancelled job, which has no result.
+    pub fn raw_result(&self) -> Option<Result<&[u8], Fault>> {
+        match &self.ending {
+            RunEnding::Returned(output) => Some(Ok(output)),
+            RunEnding::Fault(fault) => Some(Err(fault.clone())),
+            RunEnding::Killed(kill) => Some(Err(kill.to_fault(self.elapsed))),
+            RunEnding::Cancelled => None,
+        }
+    }
+}
+
+/// Misuse of the sandbox by its caller (not something a guest did).
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The plugin was not loaded as (and does not export) the needed world.
+    #[error("plugin {digest} is not an {world}")]
+    NotA {
+        /// The plugin's digest.
+        digest: String,
+        /// The world that was needed.
+        world: World,
+    },
+    /// A fuel budget was asked for but the engine has fuel disabled.
+    #[error("a fuel budget needs an engine with fuel enabled")]
+    FuelDisabled,
+}
+
+/// Runs guests: an [`Engine`] and the linker of everything a guest may
+/// import (WASI, deny-by-default, and husk's `log`). Cheap to clone.
+#[derive(Clone)]
+pub struct Sandbox {
+    engine: Engine,
+    linker: Arc<Linker<JobState>>,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").field("engine", &self.engine).finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// A sandbox on `engine`.
+    ///
+    /// # Errors
+    ///
+    /// When the host functions cannot be linked (a bug, not an input error).
+    pub fn new(engine: Engine) -> wasmtime::Result<Self> {
+        let mut linker = Linker::new(engine.wasmtime());
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        operation::husk::worker::log::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
+        operation::husk::worker::types::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
+        Ok(Self { engine, linker: Arc::new(linker) })
+    }
+
+    /// The engine jobs run on.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub(crate) fn linker(&self) -> &Linker<JobState> {
+        &self.linker
+    }
+
+    /// Runs `job` on the operation `plugin` with `limits`.
+    ///
+    /// # Errors
+    ///
+    /// [`SandboxError`] when the plugin is not an operation or the limits ask
+    /// for fuel on an engine without it. Everything the guest does is in the
+    /// returned [`Execution`].
+    pub fn execute(
+        &self,
+        plugin: &Plugin,
+        job: &Job,
+        limits: &Limits,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Execution, SandboxError> {
+        let pre = plugin
+            .operation_pre()
+            .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::Operation })?;
+        let execution = self.run(&job.id, &job.topic, limits, cancel, |store| {
+            let instance = pre.instantiate(&mut *store)?;
+            instance.call_execute(&mut *store, job)
+        })?;
+        Ok(execution.and_then_returned(|result| {
+            let size = match &result {
+                Ok(output) => output.len(),
+                Err(fault) => fault.code.len() + fault.body.len(),
+            } as u64;
+            if size > limits.max_output {
+                return RunEnding::Killed(Kill::OutputTooLarge { limit: limits.max_output, size });
+            }
+            match result {
+                Ok(output) => RunEnding::Returned(output),
+                Err(fault) => RunEnding::Fault(Fault { code: fault.code, body: fault.body }),
+            }
+        }))
+    }
+
+    /// Runs the error mapper `plugin` on `fault` with `limits`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::execute`].
+    pub fn classify(
+        &self,
+        plugin: &Plugin,
+        fault: &Fault,
+        limits: &Limits,
+    ) -> Result<Execution<Classification>, SandboxError> {
+        let pre = plugin
+            .error_mapper_pre()
+            .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::ErrorMapper })?;
+        let wit_fault = operation::husk::worker::types::Fault { code: fault.code.clone(), body: fault.body.clone() };
+        self.run("", "error-mapper", limits, None, |store| {
+            let instance = pre.instantiate(&mut *store)?;
+            instance.call_classify(&mut *store, &wit_fault)
+        })
+    }
+
+    /// Runs `call` in a fresh store with `limits`, and maps every way it can
+    /// end.
+    fn run<R>(
+        &self,
+        job_id: &str,
+        topic: &str,
+        limits: &Limits,
+        cancel: Option<&CancelToken>,
+        call: impl FnOnce(&mut Store<JobState>) -> wasmtime::Result<R>,
+    ) -> Result<Execution<R>, SandboxError> {
+        let fuel_enabled = self.engine.config().fuel;
+        if limits.fuel.is_some() && !fuel_enabled {
+            return Err(SandboxError::FuelDisabled);
+        }
+        let started = Instant::now();
+        let log = logs::JobLog::new(job_id, topic, limits.log_cap);
+        let limiter = JobLimiter {
+            memory_cap: usize::try_from(limits.memory).unwrap_or(usize::MAX),
+            table_elements: limits.table_elements as usize,
+            instances: limits.instances as usize,
+            peak_memory: 0,
+        };
+        let mut store = Store::new(self.engine.wasmtime(), JobState::new(log.clone(), limiter));
+        store.limiter(|state| &mut state.limiter);
+        let fuel_budget = limits.fuel.unwrap_or(u64::MAX);
+        if fuel_enabled {
+            store.set_fuel(fuel_budget).expect("fuel is enabled on this engine");
+        }
+        self.arm_deadline(&mut store, limits.deadline, cancel.cloned());
+
+        let result = call(&mut store);
+
+        let elapsed = started.elapsed();
+        let fuel_consumed = fuel_enabled.then(|| fuel_budget - store.get_fuel().unwrap_or(0));
+        let peak_memory = store.data().limiter.peak_memory as u64;
+        drop(store);
+        let ending = match result {
+            Ok(value) => RunEnding::Returned(value),
+            Err(error) => {
+                let cx = FailureContext {
+                    deadline: limits.deadline,
+                    elapsed,
+                    fuel: limits.fuel,
+                    max_wasm_stack: self.engine.config().max_wasm_stack,
+                    guest_message: log.stderr_tail(),
+                };
+                match classify_error(&error, cx) {
+                    Failure::Cancelled => RunEnding::Cancelled,
+                    Failure::Killed(kill) => RunEnding::Killed(kill),
+                }
+            }
+        };
+        Ok(Execution { ending, elapsed, fuel_consumed, peak_memory, log: log.stats() })
+    }
+
+    /// Sets the store's epoch deadline: every tick, the callback checks the
+    /// cancel token and whether the deadline (in ticks since the job
+    /// started) has passed.
+    fn arm_deadline(&self, store: &mut Store<JobState>, deadline: Duration, cancel: Option<CancelToken>) {
+        let engine = self.engine.clone();
+        let ticks = engine.ticks_for(deadline);
+        let started_at = engine.epoch();
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+                return Err(wasmtime::Error::new(CancelRequested));
+            }
+            if engine.epoch().saturating_sub(started_at) >= ticks {
+                return Err(wasmtime::Error::new(DeadlinePassed { ticks }));
+            }
+            Ok(UpdateDeadline::Continue(1))
+        });
+    }
+}
+
+impl<T> Execution<T> {
+    fn and_then_returned<U>(self, f: impl FnOnce(T) -> RunEnding<U>) -> Execution<U> {
+        let ending = match self.ending {
+            RunEnding::Returned(value) => f(value),
+            RunEnding::Fault(fault) => RunEnding::Fault(fault),
+            RunEnding::Killed(kill) => RunEnding::Killed(kill),
+            RunEnding::Cancelled => RunEnding::Cancelled,
+        };
+        Execution {
+            ending,
+            elapsed: self.elapsed,
+            fuel_consumed: self.fuel_consumed,
+            peak_memory: self.peak_memory,
+            log: self.log,
+        }
+    }
+}

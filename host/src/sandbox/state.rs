@@ -1,0 +1,87 @@
+//! What one job's `Store` holds: its WASI context (deny-by-default), its
+//! log, and the resource limiter that enforces its memory cap.
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::kill::MemoryLimitExceeded;
+use super::logs::JobLog;
+use crate::bindings::LogLevel;
+use crate::bindings::operation::husk::worker::{log, types};
+
+/// The data of one job's store.
+pub(crate) struct JobState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) log: JobLog,
+    pub(crate) limiter: JobLimiter,
+}
+
+impl JobState {
+    pub(crate) fn new(log: JobLog, limiter: JobLimiter) -> Self {
+        // No preopened directories, no environment, no arguments, stdin
+        // closed, no network (sockets are denied by default); stdout and
+        // stderr go to the job's log.
+        let wasi = WasiCtx::builder().stdout(log.stdout()).stderr(log.stderr()).build();
+        Self { wasi, table: ResourceTable::new(), log, limiter }
+    }
+}
+
+impl WasiView for JobState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl types::Host for JobState {}
+
+impl log::Host for JobState {
+    fn log(&mut self, level: LogLevel, message: String) {
+        self.log.log(level, &message);
+    }
+}
+
+/// Enforces a job's memory cap and its table and instance limits.
+///
+/// Growing memory past the cap is not reported to the guest as a failed
+/// `memory.grow` (most languages would then abort with a message that looks
+/// like any other trap): it traps with [`MemoryLimitExceeded`], which the
+/// sandbox turns into `husk.memory-limit`.
+pub(crate) struct JobLimiter {
+    pub(crate) memory_cap: usize,
+    pub(crate) table_elements: usize,
+    pub(crate) instances: usize,
+    /// The largest memory size the job asked for, in bytes.
+    pub(crate) peak_memory: usize,
+}
+
+impl ResourceLimiter for JobLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.peak_memory = self.peak_memory.max(desired);
+        if desired > self.memory_cap {
+            return Err(wasmtime::Error::new(MemoryLimitExceeded {
+                limit: self.memory_cap as u64,
+                current: current as u64,
+                requested: desired as u64,
+            }));
+        }
+        Ok(maximum.is_none_or(|max| desired <= max))
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= self.table_elements && maximum.is_none_or(|max| desired <= max))
+    }
+
+    fn instances(&self) -> usize {
+        self.instances
+    }
+
+    fn tables(&self) -> usize {
+        self.instances
+    }
+
+    fn memories(&self) -> usize {
+        self.instances
+    }
+}
