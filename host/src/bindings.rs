@@ -8,6 +8,7 @@ pub mod operation {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "operation",
+        additional_derives: [PartialEq, Eq],
     });
 }
 

@@ -1,1 +1,13 @@
+//! husk's integration tests: one binary, one module per concept, with the
+//! shared helpers in `support`. Guest fixtures are the components in
+//! `examples/`, built by `host/build.rs`.
 
+#![allow(unreachable_pub, reason = "helpers of a test binary, shared between its modules")]
+
+mod cli;
+mod guests;
+mod hostile;
+mod leak;
+mod plugin;
+mod support;
+mod timeout;

@@ -6,10 +6,12 @@
 //! - account `"frozen"` → fault `account.frozen`, body `{"status": "frozen"}`;
 //! - otherwise `{"charged": amount, "balance": balance - amount}`.
 //!
-//! The `mapper` example classifies these faults as a business error and a
-//! business status; without a mapper they would be technical faults.
+//! It is also its own error mapper (world `plugin`, exported with
+//! `export_plugin!`): `payment.declined` is a business error named by the
+//! body's `reason`, `account.frozen` a business status, anything else
+//! technical. The separate `mapper` example classifies the same faults.
 
-use husk_guest::{Fault, Job, Operation, Output};
+use husk_guest::{Classification, ErrorMapper, Fault, Job, Operation, Output};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -45,4 +47,18 @@ impl Operation for Business {
     }
 }
 
-husk_guest::export_operation!(Business);
+impl ErrorMapper for Business {
+    fn classify(fault: Fault) -> Classification {
+        match fault.code.as_str() {
+            "payment.declined" => {
+                let reason =
+                    fault.body_json::<serde_json::Value>().and_then(|body| body["reason"].as_str().map(str::to_owned));
+                Classification::business_error(reason.unwrap_or_else(|| "declined".into()), "the payment was declined")
+            }
+            "account.frozen" => Classification::BusinessStatus("frozen".into()),
+            code => Classification::Technical(format!("technical fault {code}")),
+        }
+    }
+}
+
+husk_guest::export_plugin!(Business);

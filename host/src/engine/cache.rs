@@ -50,7 +50,9 @@ impl CompileCache {
     ) -> wasmtime::Result<(Component, CodeSource)> {
         let path = self.path_for(wasm);
         if path.exists() {
-            match deserialize_file(engine, &path) {
+            // Read, not mapped: a file truncated under a mapping would
+            // crash the process (SIGBUS) when the code is next touched.
+            match std::fs::read(&path).map_err(wasmtime::Error::from).and_then(|bytes| deserialize(engine, &bytes)) {
                 Ok(component) => return Ok((component, CodeSource::Cache)),
                 Err(error) => {
                     tracing::warn!(path = %path.display(), error = %format!("{error:#}"), "replacing unusable cache entry")
@@ -75,16 +77,11 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 #[allow(unsafe_code)]
-fn deserialize_file(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: cache entries are written only by `load_or_compile` from
-    // `precompile_component` output, into a directory only husk's operator
-    // can write; wasmtime checks the header and engine compatibility.
-    unsafe { Component::deserialize_file(engine, path) }
-}
-
-#[allow(unsafe_code)]
 fn deserialize(engine: &wasmtime::Engine, compiled: &[u8]) -> wasmtime::Result<Component> {
-    // SAFETY: `compiled` was just produced by `precompile_component` on this engine.
+    // SAFETY: `compiled` was produced by `precompile_component` on an
+    // engine with this compatibility hash, now or earlier into a cache
+    // directory only husk's operator can write; wasmtime checks the header
+    // and engine compatibility.
     unsafe { Component::deserialize(engine, compiled) }
 }
 

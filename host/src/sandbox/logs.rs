@@ -20,6 +20,9 @@ pub const GUEST_TARGET: &str = "husk::guest";
 /// of a `husk.trap` fault (a Rust panic message goes there).
 const STDERR_TAIL: usize = 2048;
 
+/// Longest stdout/stderr line held back waiting for its newline.
+const MAX_LINE: usize = 4096;
+
 /// What one job logged.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct LogStats {
@@ -41,6 +44,9 @@ struct Inner {
     cap: u64,
     stats: LogStats,
     stderr_tail: VecDeque<u8>,
+    /// Partial lines of stdout and stderr, written out at their newline.
+    stdout_line: Vec<u8>,
+    stderr_line: Vec<u8>,
 }
 
 #[derive(Clone, Copy)]
@@ -59,13 +65,27 @@ impl JobLog {
                 cap,
                 stats: LogStats::default(),
                 stderr_tail: VecDeque::new(),
+                stdout_line: Vec::new(),
+                stderr_line: Vec::new(),
             })),
         }
     }
 
     /// A message from the `log` import.
     pub(crate) fn log(&self, level: LogLevel, message: &str) {
-        self.write(Source::Log(level), message.as_bytes());
+        self.lock().emit(Source::Log(level), message.as_bytes());
+    }
+
+    /// Writes out what is left of unfinished stdout and stderr lines; called
+    /// when the job ends.
+    pub(crate) fn finish(&self) {
+        let mut inner = self.lock();
+        for source in [Source::Stdout, Source::Stderr] {
+            let rest = std::mem::take(inner.line_buffer(source));
+            if !rest.is_empty() {
+                inner.emit(source, &rest);
+            }
+        }
     }
 
     pub(crate) fn stats(&self) -> LogStats {
@@ -93,31 +113,58 @@ impl JobLog {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn write(&self, source: Source, bytes: &[u8]) {
+    /// Bytes written to stdout or stderr: whole lines go to the log.
+    fn write_stream(&self, source: Source, bytes: &[u8]) {
         let mut inner = self.lock();
         if let Source::Stderr = source {
             inner.stderr_tail.extend(bytes);
             let excess = inner.stderr_tail.len().saturating_sub(STDERR_TAIL);
             inner.stderr_tail.drain(..excess);
         }
+        let mut buffer = std::mem::take(inner.line_buffer(source));
+        buffer.extend_from_slice(bytes);
+        let mut start = 0;
+        while let Some(newline) = buffer[start..].iter().position(|&b| b == b'\n') {
+            inner.emit(source, &buffer[start..start + newline]);
+            start += newline + 1;
+        }
+        while buffer.len() - start >= MAX_LINE {
+            inner.emit(source, &buffer[start..start + MAX_LINE]);
+            start += MAX_LINE;
+        }
+        buffer.drain(..start);
+        *inner.line_buffer(source) = buffer;
+    }
+}
+
+impl Inner {
+    fn line_buffer(&mut self, source: Source) -> &mut Vec<u8> {
+        match source {
+            Source::Stderr => &mut self.stderr_line,
+            _ => &mut self.stdout_line,
+        }
+    }
+
+    /// Writes one message to `tracing`, within the job's cap.
+    fn emit(&mut self, source: Source, bytes: &[u8]) {
         let len = bytes.len() as u64;
-        if inner.stats.bytes_written + len > inner.cap {
-            if inner.stats.bytes_dropped == 0 {
+        if self.stats.bytes_written + len > self.cap {
+            if self.stats.bytes_dropped == 0 {
                 tracing::warn!(
                     target: GUEST_TARGET,
-                    job_id = %inner.job_id,
-                    topic = %inner.topic,
-                    cap = inner.cap,
+                    job_id = %self.job_id,
+                    topic = %self.topic,
+                    cap = self.cap,
                     "guest log cap reached; dropping further guest log output"
                 );
             }
-            inner.stats.bytes_dropped += len;
+            self.stats.bytes_dropped += len;
             return;
         }
-        inner.stats.bytes_written += len;
+        self.stats.bytes_written += len;
         let text = String::from_utf8_lossy(bytes);
-        let text = text.trim();
-        let (job_id, topic) = (&inner.job_id, &inner.topic);
+        let text = text.trim_end();
+        let (job_id, topic) = (&self.job_id, &self.topic);
         match source {
             Source::Log(LogLevel::Trace) => tracing::trace!(target: GUEST_TARGET, job_id = %job_id, %topic, "{text}"),
             Source::Log(LogLevel::Debug) => tracing::debug!(target: GUEST_TARGET, job_id = %job_id, %topic, "{text}"),
@@ -170,7 +217,7 @@ impl Pollable for GuestOutput {
 
 impl OutputStream for GuestOutput {
     fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
-        self.log.write(self.source(), &bytes);
+        self.log.write_stream(self.source(), &bytes);
         Ok(())
     }
 
@@ -185,7 +232,7 @@ impl OutputStream for GuestOutput {
 
 impl tokio::io::AsyncWrite for GuestOutput {
     fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.log.write(self.source(), buf);
+        self.log.write_stream(self.source(), buf);
         Poll::Ready(Ok(buf.len()))
     }
 

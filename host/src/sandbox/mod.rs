@@ -321,6 +321,7 @@ impl Sandbox {
         let fuel_consumed = fuel_enabled.then(|| fuel_budget - store.get_fuel().unwrap_or(0));
         let peak_memory = store.data().limiter.peak_memory as u64;
         drop(store);
+        log.finish();
         let ending = match result {
             Ok(value) => RunEnding::Returned(value),
             Err(error) => {

@@ -1,0 +1,108 @@
+//! The `husk` binary: `husk run` prints the outcome as JSON with an exit
+//! code per kind of ending; bad input is one line on stderr.
+
+use std::process::{Command, Output};
+
+use husk_host::cli::{EXIT_ERROR, EXIT_GUEST_FAULT, EXIT_LIMIT_KILL, EXIT_TRAP};
+use serde_json::Value;
+
+use crate::support::guest;
+
+fn husk(args: &[&str]) -> Output {
+    let cache = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_husk"))
+        .args(args)
+        .env("HUSK_CACHE_DIR", cache.path())
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap()
+}
+
+fn run(component: &str, input: &str, extra: &[&str]) -> (i32, Value) {
+    let path = guest(component);
+    let mut args = vec!["run", path.to_str().unwrap(), "--input", input];
+    args.extend(extra);
+    let out = husk(&args);
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap(), report)
+}
+
+fn one_line_error(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(i32::from(EXIT_ERROR)));
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(!stderr.contains("backtrace"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn run_prints_the_outcome_and_exits_by_kind_of_ending() {
+    let (code, report) = run("transform", r#"{"name":"Ada","amount":1}"#, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(report["outcome"], "completed");
+    assert_eq!(report["output"]["greeting"], "hello, Ada");
+
+    let (code, report) = run("flaky", r#"{"succeed_on_attempt":2}"#, &[]);
+    assert_eq!(code, i32::from(EXIT_GUEST_FAULT));
+    assert_eq!(report["fault"]["code"], "flaky.unavailable");
+    let (code, _) = run("flaky", r#"{"succeed_on_attempt":2}"#, &["--attempt", "2"]);
+    assert_eq!(code, 0);
+
+    let (code, report) = run("spin", "{}", &["--timeout", "100ms"]);
+    assert_eq!(code, i32::from(EXIT_LIMIT_KILL));
+    assert_eq!(report["fault"]["code"], "husk.timeout");
+
+    let (code, report) = run("spin", "{}", &["--fuel", "100000"]);
+    assert_eq!(code, i32::from(EXIT_LIMIT_KILL));
+    assert_eq!(report["fault"]["code"], "husk.out-of-fuel");
+
+    let (code, report) = run("memory-bomb", "{}", &["--memory", "4MiB"]);
+    assert_eq!(code, i32::from(EXIT_LIMIT_KILL));
+    assert_eq!(report["fault"]["body"]["limit_bytes"], 4 << 20);
+
+    let (code, report) = run("panic", "{}", &[]);
+    assert_eq!(code, i32::from(EXIT_TRAP));
+    assert_eq!(report["fault"]["code"], "husk.trap");
+}
+
+#[test]
+fn run_reads_input_from_a_file() {
+    let input = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(input.path(), r#"{"name":"file"}"#).unwrap();
+    let (code, report) = run("transform", &format!("@{}", input.path().display()), &[]);
+    assert_eq!(code, 0);
+    assert_eq!(report["output"]["greeting"], "hello, file");
+}
+
+#[test]
+fn bad_input_is_a_one_line_error() {
+    let transform = guest("transform");
+    let transform = transform.to_str().unwrap();
+    let missing = one_line_error(&husk(&["run", "/no/such.wasm", "--input", "{}"]));
+    assert!(missing.contains("/no/such.wasm"), "{missing}");
+    let not_wasm = one_line_error(&husk(&["run", env!("CARGO_MANIFEST_DIR"), "--input", "{}"]));
+    assert!(not_wasm.contains("cannot read"), "{not_wasm}");
+    let manifest = format!("{}/Cargo.toml", env!("CARGO_MANIFEST_DIR"));
+    let not_component = one_line_error(&husk(&["run", &manifest, "--input", "{}"]));
+    assert!(not_component.contains("not a WebAssembly component"), "{not_component}");
+    let mapper = guest("mapper");
+    let wrong_world = one_line_error(&husk(&["run", mapper.to_str().unwrap(), "--input", "{}"]));
+    assert!(wrong_world.contains("`operation`") && wrong_world.contains("execute"), "{wrong_world}");
+    let bad_json = one_line_error(&husk(&["run", transform, "--input", "{nope"]));
+    assert!(bad_json.contains("not valid JSON"), "{bad_json}");
+}
+
+#[test]
+fn compile_writes_a_component_run_can_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwasm = dir.path().join("transform.cwasm");
+    let transform = guest("transform");
+    let out = husk(&["compile", transform.to_str().unwrap(), "-o", cwasm.to_str().unwrap(), "--world", "operation"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = husk(&["run", cwasm.to_str().unwrap(), "--input", r#"{"name":"aot"}"#]);
+    assert!(out.status.success());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["stats"]["code_source"], "precompiled");
+    assert_eq!(report["output"]["greeting"], "hello, aot");
+}

@@ -1,0 +1,146 @@
+//! The hostile example guests: every way a guest can misbehave ends in a
+//! typed ending with a reserved fault code, and the host keeps going.
+
+use std::time::Duration;
+
+use husk_host::fault::codes;
+use husk_host::sandbox::{CancelToken, Kill, Limits, RunEnding};
+use serde_json::json;
+
+use crate::support::{GuestLogs, fault, fuel_sandbox, job, load, manual_sandbox, output, run, run_with, sandbox};
+
+#[test]
+fn memory_bomb_is_killed_at_its_memory_cap() {
+    let sandbox = sandbox();
+    let plugin = load(&sandbox, "memory-bomb");
+    let limits = Limits { memory: 8 << 20, ..Limits::default() };
+    let execution = run_with(&sandbox, &plugin, json!({}), &limits);
+    match &execution.ending {
+        RunEnding::Killed(Kill::MemoryLimit { limit, requested }) => {
+            assert_eq!(*limit, 8 << 20);
+            assert!(*requested > 8 << 20);
+        }
+        other => panic!("expected a memory-limit kill, got {other:?}"),
+    }
+    let (fault, body) = fault(&execution);
+    assert_eq!(fault.code, codes::MEMORY_LIMIT);
+    assert_eq!(body["limit_bytes"], 8 << 20);
+    assert!(execution.peak_memory > 8 << 20);
+}
+
+#[test]
+fn unbounded_recursion_is_a_stack_overflow() {
+    let sandbox = sandbox();
+    let plugin = load(&sandbox, "recursion");
+    let (fault, body) = fault(&run(&sandbox, &plugin, json!({})));
+    assert_eq!(fault.code, codes::STACK_OVERFLOW);
+    assert_eq!(body["max_wasm_stack_bytes"], 512 << 10);
+}
+
+#[test]
+fn panic_is_a_trap_carrying_the_panic_message() {
+    let sandbox = sandbox();
+    let plugin = load(&sandbox, "panic");
+    let execution = run(&sandbox, &plugin, json!({}));
+    assert!(matches!(&execution.ending, RunEnding::Killed(kill) if !kill.is_limit()));
+    let (fault, body) = fault(&execution);
+    assert_eq!(fault.code, codes::TRAP);
+    let message = body["guest_message"].as_str().unwrap();
+    assert!(message.contains("guest gave up on job job-1"), "{message}");
+    assert!(body["trap"].as_str().unwrap().contains("unreachable"), "{body}");
+}
+
+#[test]
+fn oversized_output_is_refused_and_output_at_the_cap_is_not() {
+    let sandbox = sandbox();
+    let plugin = load(&sandbox, "big-output");
+    let limits = Limits { max_output: 64 << 10, ..Limits::default() };
+    let (fault, body) = fault(&run_with(&sandbox, &plugin, json!({ "bytes": (64 << 10) + 1 }), &limits));
+    assert_eq!(fault.code, codes::OUTPUT_TOO_LARGE);
+    assert_eq!(body["size_bytes"], (64 << 10) + 1);
+    assert_eq!(body["limit_bytes"], 64 << 10);
+    let at_cap = run_with(&sandbox, &plugin, json!({ "bytes": 64 << 10 }), &limits);
+    assert!(matches!(&at_cap.ending, RunEnding::Returned(bytes) if bytes.len() == 64 << 10));
+}
+
+#[test]
+fn log_flood_completes_and_at_most_the_cap_reaches_the_log() {
+    let sandbox = sandbox();
+    let plugin = load(&sandbox, "log-flood");
+    let cap = 16 << 10;
+    let limits = Limits { log_cap: cap, ..Limits::default() };
+    let logs = GuestLogs::default();
+    let execution = logs.capture(|| run_with(&sandbox, &plugin, json!({ "lines": 20_000 }), &limits));
+    assert_eq!(output(&execution), json!({ "lines": 20_000 }));
+    assert!(execution.log.bytes_written <= cap);
+    assert!(execution.log.bytes_written > cap / 2, "the log was used up to near its cap");
+    assert!(execution.log.bytes_dropped > 1 << 20, "{:?}", execution.log);
+    let logged: usize = logs.messages().iter().map(String::len).sum();
+    assert!(logged > 0 && logged as u64 <= cap, "{logged} bytes reached the log");
+    for source in ["flood line 0:", "stdout line 0:", "stderr line 0:"] {
+        assert!(logs.messages().iter().any(|m| m.starts_with(source)), "nothing from {source}");
+    }
+}
+
+#[test]
+fn guest_cannot_read_host_files_or_environment() {
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "host secret").unwrap();
+    assert!(std::env::var("PATH").is_ok(), "the host has PATH for the guest to look for");
+    let sandbox = sandbox();
+    let plugin = load(&sandbox, "snoop");
+    let seen = output(&run(&sandbox, &plugin, json!({ "path": secret.path(), "env": "PATH" })));
+    assert!(seen["file"]["err"].is_string(), "{seen}");
+    assert!(seen["dir"]["err"].is_string(), "{seen}");
+    assert!(seen["env"]["err"].is_string(), "{seen}");
+    assert_eq!(seen["env_count"], 0);
+    assert_eq!(seen["args_count"], 0);
+    assert!(!seen.to_string().contains("host secret"));
+}
+
+#[test]
+fn spinning_guest_runs_out_of_fuel() {
+    let sandbox = fuel_sandbox();
+    let plugin = load(&sandbox, "spin");
+    let limits = Limits { fuel: Some(2_000_000), ..Limits::default() };
+    let execution = run_with(&sandbox, &plugin, json!({}), &limits);
+    assert_eq!(execution.ending, RunEnding::Killed(Kill::OutOfFuel { fuel: 2_000_000 }));
+    assert_eq!(execution.fuel_consumed, Some(2_000_000));
+    assert_eq!(fault(&execution).0.code, codes::OUT_OF_FUEL);
+}
+
+#[test]
+fn well_behaved_job_reports_the_fuel_it_used() {
+    let sandbox = fuel_sandbox();
+    let plugin = load(&sandbox, "transform");
+    let limits = Limits { fuel: Some(10_000_000), ..Limits::default() };
+    let execution = run_with(&sandbox, &plugin, json!({ "name": "Ada" }), &limits);
+    assert_eq!(output(&execution)["greeting"], "hello, Ada");
+    let used = execution.fuel_consumed.unwrap();
+    assert!(used > 0 && used < 10_000_000, "{used}");
+}
+
+#[test]
+fn cancelling_a_running_guest_interrupts_it_at_the_next_tick() {
+    let sandbox = manual_sandbox();
+    let plugin = load(&sandbox, "spin");
+    let cancel = CancelToken::new();
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let worker = {
+        let (sandbox, plugin, cancel) = (sandbox.clone(), plugin.clone(), cancel.clone());
+        std::thread::spawn(move || {
+            let limits = Limits { deadline: Duration::from_secs(3600), ..Limits::default() };
+            let logs = GuestLogs::notifying(started_tx);
+            let execution = logs.capture(|| sandbox.execute(&plugin, &job(1, json!({})), &limits, Some(&cancel)));
+            done_tx.send(execution.unwrap()).unwrap();
+        })
+    };
+    started.recv_timeout(Duration::from_secs(30)).expect("the guest starts spinning");
+    cancel.cancel();
+    sandbox.engine().increment_epoch();
+    let execution = done.recv_timeout(Duration::from_secs(30)).expect("the guest is interrupted");
+    assert_eq!(execution.ending, RunEnding::Cancelled);
+    assert_eq!(execution.raw_result(), None);
+    worker.join().unwrap();
+}

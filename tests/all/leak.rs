@@ -1,0 +1,62 @@
+//! No per-job leak: 1,000 sequential jobs leave the process's resident
+//! memory where it was after the first 100.
+//!
+//! Resident memory is a property of the whole process, and the other tests
+//! of this binary run in parallel threads, so the measurement runs in a
+//! child process that runs only `leak_child`.
+
+use std::process::Command;
+
+use husk_host::plugin::World;
+use husk_host::sandbox::Limits;
+use serde_json::json;
+
+use crate::support::{job, load_as, output, sandbox};
+
+const CHILD_ENV: &str = "HUSK_LEAK_CHILD";
+/// How much resident memory may move between job 100 and job 1,000. The
+/// pool returns guest memory to the kernel in batches, so a few slots' worth
+/// of pages come and go; a leak of even 1 KiB per job would exceed this.
+const TOLERANCE: u64 = 768 << 10;
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+#[test]
+fn thousand_jobs_do_not_grow_resident_memory() {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "leak::leak_child", "--ignored", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("1 passed"), "the child ran the measurement:\n{stdout}");
+}
+
+#[test]
+#[ignore = "run by thousand_jobs_do_not_grow_resident_memory in its own process"]
+fn leak_child() {
+    assert_eq!(std::env::var(CHILD_ENV).as_deref(), Ok("1"), "run only as a child process");
+    let sandbox = sandbox();
+    let plugin = load_as(&sandbox, "transform", World::Operation);
+    let limits = Limits::default();
+    let mut after_100 = 0;
+    for i in 1..=1_000u32 {
+        let execution = sandbox.execute(&plugin, &job(1, json!({ "name": i.to_string() })), &limits, None).unwrap();
+        assert_eq!(output(&execution)["greeting"], format!("hello, {i}"));
+        if i == 100 {
+            after_100 = resident_bytes();
+        }
+    }
+    let after_1000 = resident_bytes();
+    println!("resident after 100 jobs: {after_100} bytes, after 1000: {after_1000} bytes");
+    assert!(
+        after_1000 <= after_100 + TOLERANCE,
+        "resident memory grew by {} bytes over 900 jobs",
+        after_1000.saturating_sub(after_100)
+    );
+}

@@ -1,0 +1,137 @@
+//! Shared test helpers: guest paths, engines and sandboxes, and a tracing
+//! layer that captures what guests log.
+
+use std::path::PathBuf;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+use husk_host::engine::{Engine, EngineConfig};
+use husk_host::fault::Fault;
+use husk_host::plugin::{Plugin, World};
+use husk_host::sandbox::{Execution, Job, Limits, RunEnding, Sandbox};
+use serde_json::Value;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+/// The path of an example guest's component, e.g. `guest("transform")`.
+pub fn guest(name: &str) -> PathBuf {
+    PathBuf::from(env!("HUSK_GUEST_DIR")).join(format!("{}.wasm", name.replace('-', "_")))
+}
+
+/// An engine config for tests: a small pool, no cache.
+pub fn test_config() -> EngineConfig {
+    EngineConfig { max_instances: 8, ..EngineConfig::default() }
+}
+
+/// A sandbox whose engine ticks by itself every 10 ms.
+pub fn sandbox() -> Sandbox {
+    Sandbox::new(Engine::new(test_config()).unwrap()).unwrap()
+}
+
+/// A sandbox whose epoch only moves when the test calls
+/// `engine().increment_epoch()`.
+pub fn manual_sandbox() -> Sandbox {
+    Sandbox::new(Engine::new(EngineConfig { epoch_tick: None, ..test_config() }).unwrap()).unwrap()
+}
+
+/// A sandbox with fuel metering on.
+pub fn fuel_sandbox() -> Sandbox {
+    Sandbox::new(Engine::new(EngineConfig { fuel: true, ..test_config() }).unwrap()).unwrap()
+}
+
+/// Loads an example guest as `world`.
+pub fn load_as(sandbox: &Sandbox, name: &str, world: World) -> Plugin {
+    Plugin::load(sandbox, &guest(name), world).unwrap_or_else(|e| panic!("loading {name}: {e}"))
+}
+
+/// Loads an example guest as an operation.
+pub fn load(sandbox: &Sandbox, name: &str) -> Plugin {
+    load_as(sandbox, name, World::Operation)
+}
+
+/// A job with JSON `input`.
+pub fn job(attempt: u32, input: Value) -> Job {
+    Job { id: format!("job-{attempt}"), topic: "test".into(), attempt, input: input.to_string().into_bytes() }
+}
+
+/// Runs one job with `limits`.
+pub fn run_with(sandbox: &Sandbox, plugin: &Plugin, input: Value, limits: &Limits) -> Execution {
+    sandbox.execute(plugin, &job(1, input), limits, None).unwrap()
+}
+
+/// Runs one job with default limits.
+pub fn run(sandbox: &Sandbox, plugin: &Plugin, input: Value) -> Execution {
+    run_with(sandbox, plugin, input, &Limits::default())
+}
+
+/// The JSON output of a completed execution; panics on any other ending.
+pub fn output(execution: &Execution) -> Value {
+    match &execution.ending {
+        RunEnding::Returned(bytes) => serde_json::from_slice(bytes).unwrap(),
+        other => panic!("expected a completed job, got {other:?}"),
+    }
+}
+
+/// The raw fault of a failed execution (guest fault or kill) and its JSON
+/// body; panics on any other ending.
+pub fn fault(execution: &Execution) -> (Fault, Value) {
+    match execution.raw_result() {
+        Some(Err(fault)) => {
+            let body = fault.body_value();
+            (fault, body)
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
+}
+
+/// Everything guests logged through `tracing`, captured by [`GuestLogs`].
+#[derive(Clone, Default)]
+pub struct GuestLogs {
+    messages: Arc<Mutex<Vec<String>>>,
+    notify: Option<Arc<Mutex<Sender<String>>>>,
+}
+
+impl GuestLogs {
+    /// A capture that also sends each guest message to `notify`.
+    pub fn notifying(notify: Sender<String>) -> Self {
+        Self { notify: Some(Arc::new(Mutex::new(notify))), ..Self::default() }
+    }
+
+    /// Runs `f` with this capture as the thread's subscriber.
+    pub fn capture<R>(&self, f: impl FnOnce() -> R) -> R {
+        let subscriber = tracing_subscriber::registry().with(self.clone());
+        tracing::subscriber::with_default(subscriber, f)
+    }
+
+    /// The messages guests wrote (not the host's own notes about them).
+    pub fn messages(&self) -> Vec<String> {
+        self.messages.lock().unwrap().clone()
+    }
+}
+
+struct MessageVisitor(String);
+
+impl Visit for MessageVisitor {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for GuestLogs {
+    fn on_event(&self, event: &tracing::Event<'_>, _cx: Context<'_, S>) {
+        if event.metadata().target() != husk_host::sandbox::GUEST_TARGET {
+            return;
+        }
+        let mut visitor = MessageVisitor(String::new());
+        event.record(&mut visitor);
+        if visitor.0.starts_with("guest log cap reached") {
+            return;
+        }
+        if let Some(notify) = &self.notify {
+            let _ = notify.lock().unwrap().send(visitor.0.clone());
+        }
+        self.messages.lock().unwrap().push(visitor.0);
+    }
+}

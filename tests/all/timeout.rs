@@ -1,0 +1,62 @@
+//! Deadlines: the epoch deadline kills a runaway guest at its tick, not
+//! before, and frees the thread it ran on. Epochs are bumped by hand.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use husk_host::fault::codes;
+use husk_host::sandbox::{Kill, Limits, RunEnding};
+use serde_json::json;
+
+use crate::support::{GuestLogs, fault, job, load, manual_sandbox, output};
+
+#[test]
+fn infinite_loop_is_killed_at_its_deadline_tick_and_not_before() {
+    let sandbox = manual_sandbox();
+    let spin = load(&sandbox, "spin");
+    let transform = load(&sandbox, "transform");
+    let limits = Limits { deadline: Duration::from_millis(50), ..Limits::default() };
+    let ticks = sandbox.engine().ticks_for(limits.deadline);
+    assert_eq!(ticks, 5);
+
+    let (started_tx, started) = mpsc::channel();
+    let (done_tx, done) = mpsc::channel();
+    let worker = {
+        let (sandbox, limits) = (sandbox.clone(), limits.clone());
+        std::thread::spawn(move || {
+            let logs = GuestLogs::notifying(started_tx);
+            let spun = logs.capture(|| sandbox.execute(&spin, &job(1, json!({})), &limits, None).unwrap());
+            done_tx.send(spun).unwrap();
+            // The same thread is free for the next job.
+            let next = sandbox.execute(&transform, &job(1, json!({ "name": "next" })), &limits, None).unwrap();
+            done_tx.send(next).unwrap();
+        })
+    };
+
+    started.recv_timeout(Duration::from_secs(30)).expect("the guest starts spinning");
+    for _ in 1..ticks {
+        sandbox.engine().increment_epoch();
+    }
+    assert!(done.recv_timeout(Duration::from_millis(300)).is_err(), "the guest was killed before its deadline tick");
+    sandbox.engine().increment_epoch();
+    let spun = done.recv_timeout(Duration::from_secs(30)).expect("killed at the deadline tick");
+    assert!(matches!(spun.ending, RunEnding::Killed(Kill::Timeout { deadline, .. }) if deadline == limits.deadline));
+    let (fault, body) = fault(&spun);
+    assert_eq!(fault.code, codes::TIMEOUT);
+    assert_eq!(body["deadline_ms"], 50.0);
+    assert!(body["elapsed_ms"].as_f64().unwrap() > 0.0);
+
+    let next = done.recv_timeout(Duration::from_secs(30)).expect("the next job runs on the same thread");
+    assert_eq!(output(&next)["greeting"], "hello, next");
+    worker.join().unwrap();
+}
+
+#[test]
+fn deadlines_round_up_to_whole_ticks() {
+    let sandbox = manual_sandbox();
+    let engine = sandbox.engine();
+    assert_eq!(engine.ticks_for(Duration::from_millis(1)), 1);
+    assert_eq!(engine.ticks_for(Duration::from_millis(10)), 1);
+    assert_eq!(engine.ticks_for(Duration::from_millis(11)), 2);
+    assert_eq!(engine.ticks_for(Duration::ZERO), 1);
+}
