@@ -6,6 +6,8 @@
 //! prints per-job latency percentiles over 20,000 sequential jobs, timed one
 //! by one (criterion reports means of batches).
 
+#![allow(missing_docs, reason = "criterion_group! generates an undocumented function")]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -82,7 +84,11 @@ fn load(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, instantiate_execute, load);
+criterion_group! {
+    name = benches;
+    config = Criterion::default();
+    targets = instantiate_execute, load
+}
 
 /// The engine configurations compared: husk's defaults, fuel on, the pool's
 /// memory returned to the kernel after every job (wasmtime's own default),
