@@ -42,6 +42,17 @@ enum Command {
     Run(RunArgs),
     /// Precompile a component ahead of time with Cranelift.
     Compile(CompileArgs),
+    /// Run 10,000 jobs across the example plugins and print a summary.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Do not show the progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
 }
 
 #[derive(Debug, Args)]
@@ -144,6 +155,12 @@ impl Cli {
         match self.command {
             Command::Run(args) => run(args),
             Command::Compile(args) => compile(args),
+            Command::Demo(args) => {
+                let progress = !args.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
+                let report = crate::demo::run(args.cache.dir(), progress)?;
+                print!("{}", report.table());
+                Ok(ExitCode::SUCCESS)
+            }
         }
     }
 }

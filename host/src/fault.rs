@@ -71,8 +71,81 @@ impl Serialize for Fault {
         use serde::ser::SerializeStruct;
         let mut s = serializer.serialize_struct("Fault", 2)?;
         s.serialize_field("code", &self.code)?;
-        s.serialize_field("body", &self.body_value())?;
+        s.serialize_field("body", &json_bytes::Bytes(&self.body))?;
         s.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Fault {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Raw {
+            code: String,
+            #[serde(default, with = "json_bytes")]
+            body: Vec<u8>,
+        }
+        let raw = Raw::deserialize(deserializer)?;
+        Ok(Self { code: raw.code, body: raw.body })
+    }
+}
+
+/// Serde for byte payloads that are JSON by convention: JSON bytes are
+/// embedded as JSON (byte for byte), other bytes as a JSON string (lossy
+/// UTF-8), empty bytes as `null`.
+pub mod json_bytes {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::value::RawValue;
+
+    pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
+
+    impl Serialize for Bytes<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serialize(self.0, serializer)
+        }
+    }
+
+    /// Serializes `bytes`.
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        if bytes.is_empty() {
+            return serializer.serialize_none();
+        }
+        match std::str::from_utf8(bytes).ok().and_then(|text| serde_json::from_str::<&RawValue>(text).ok()) {
+            Some(raw) => raw.serialize(serializer),
+            None => serializer.serialize_str(&String::from_utf8_lossy(bytes)),
+        }
+    }
+
+    /// Deserializes bytes: the JSON text of the value; `null` is empty.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        Ok(if raw.get() == "null" { Vec::new() } else { raw.get().as_bytes().to_vec() })
+    }
+}
+
+/// Serde for times as milliseconds since the Unix epoch.
+pub mod epoch_millis {
+    use std::time::{Duration, SystemTime};
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Milliseconds since the Unix epoch (0 for earlier times).
+    pub fn to_millis(time: SystemTime) -> u64 {
+        time.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    }
+
+    /// The time `millis` after the Unix epoch.
+    pub fn from_millis(millis: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(millis)
+    }
+
+    /// Serializes a time.
+    pub fn serialize<S: Serializer>(time: &SystemTime, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(to_millis(*time))
+    }
+
+    /// Deserializes a time.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SystemTime, D::Error> {
+        Ok(from_millis(u64::deserialize(deserializer)?))
     }
 }
 

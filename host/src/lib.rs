@@ -1,8 +1,22 @@
 //! # husk-host
 //!
 //! husk is a WebAssembly plugin host for job-queue worker operations. This
-//! crate is the host: the engine, plugins, and the sandbox that runs one job
-//! in a fresh, limited instance.
+//! crate is the host: the engine, plugins, the sandbox that runs one job in
+//! a fresh, limited instance, and the dispatcher that classifies faults,
+//! retries technical ones by re-arming the job, and delivers only terminal
+//! outcomes.
+//!
+//! ## Embedding
+//!
+//! An engine builds a [`Host`], registers topics, enqueues jobs and receives
+//! terminal outcomes through its own [`outcome::OutcomeSink`]. This is the
+//! runnable example `cargo run --example embed`:
+//!
+//! ```no_run
+#![doc = include_str!("../examples/embed.rs")]
+//! ```
+//!
+//! ## One job in the sandbox
 //!
 //! ```no_run
 //! use husk_host::engine::{Engine, EngineConfig};
@@ -20,8 +34,19 @@
 //! ```
 
 pub mod bindings;
+pub mod classify;
 pub mod cli;
+pub mod clock;
+pub mod demo;
+pub mod dispatch;
 pub mod engine;
 pub mod fault;
+pub mod host;
+pub mod outcome;
 pub mod plugin;
+pub mod retry;
 pub mod sandbox;
+pub mod store;
+pub mod worker;
+
+pub use host::{Host, HostBuilder, HostError, MapperSpec, PluginSource, Topic};

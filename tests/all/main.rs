@@ -4,10 +4,17 @@
 
 #![allow(unreachable_pub, reason = "helpers of a test binary, shared between its modules")]
 
+mod classify;
 mod cli;
+mod dispatch;
+mod dispatch_props;
 mod guests;
 mod hostile;
 mod leak;
 mod plugin;
+mod pool;
+mod retry;
+mod rig;
 mod support;
+mod support_sink;
 mod timeout;

@@ -1,0 +1,150 @@
+//! Time, as the dispatcher sees it: the system clock in production, a
+//! manual clock in tests (backoff gates, lock expiry and timed wakes are then
+//! driven by the test, never by sleeping).
+
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, SystemTime};
+
+/// A source of the current time that can also wake waiters when time moves.
+pub trait Clock: Send + Sync + std::fmt::Debug + 'static {
+    /// The current time.
+    fn now(&self) -> SystemTime;
+
+    /// How long to really block while waiting for clock time `until`:
+    /// `Some(real duration)` for a clock that moves by itself, `None` (block
+    /// until notified) for a clock moved by hand.
+    fn real_wait(&self, until: SystemTime) -> Option<Duration>;
+
+    /// Registers a notifier to wake whenever the clock is moved by hand.
+    /// The system clock ignores it.
+    fn subscribe(&self, notifier: &Arc<Notifier>);
+}
+
+/// The system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+
+    fn real_wait(&self, until: SystemTime) -> Option<Duration> {
+        Some(until.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+    }
+
+    fn subscribe(&self, _notifier: &Arc<Notifier>) {}
+}
+
+/// A clock that moves only when [`ManualClock::advance`] or
+/// [`ManualClock::set`] is called. Cheap to clone; clones share the time.
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    inner: Arc<Mutex<ManualInner>>,
+}
+
+#[derive(Debug)]
+struct ManualInner {
+    now: SystemTime,
+    subscribers: Vec<Weak<Notifier>>,
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ManualClock {
+    /// A manual clock at 2026-01-01T00:00:00Z.
+    pub fn new() -> Self {
+        Self::starting_at(SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600))
+    }
+
+    /// A manual clock at `now`.
+    pub fn starting_at(now: SystemTime) -> Self {
+        Self { inner: Arc::new(Mutex::new(ManualInner { now, subscribers: Vec::new() })) }
+    }
+
+    /// Moves the clock forward by `by` and wakes every waiter.
+    pub fn advance(&self, by: Duration) {
+        let mut inner = self.lock();
+        inner.now += by;
+        Self::wake(&mut inner);
+    }
+
+    /// Sets the clock to `now` and wakes every waiter.
+    pub fn set(&self, now: SystemTime) {
+        let mut inner = self.lock();
+        inner.now = now;
+        Self::wake(&mut inner);
+    }
+
+    fn wake(inner: &mut ManualInner) {
+        inner.subscribers.retain(|weak| match weak.upgrade() {
+            Some(notifier) => {
+                notifier.notify();
+                true
+            }
+            None => false,
+        });
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ManualInner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> SystemTime {
+        self.lock().now
+    }
+
+    fn real_wait(&self, _until: SystemTime) -> Option<Duration> {
+        None
+    }
+
+    fn subscribe(&self, notifier: &Arc<Notifier>) {
+        self.lock().subscribers.push(Arc::downgrade(notifier));
+    }
+}
+
+/// Wakes threads waiting for "something changed" (a job enqueued, a gate
+/// moved, the clock advanced, a shutdown). A waiter remembers the
+/// generation it saw and sleeps until it changes or its wait ends.
+#[derive(Debug, Default)]
+pub struct Notifier {
+    generation: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Notifier {
+    /// A new notifier.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// The current generation: pass it to [`Notifier::wait`] to sleep until
+    /// something changes after this point.
+    pub fn generation(&self) -> u64 {
+        *self.generation.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes every waiter.
+    pub fn notify(&self) {
+        let mut generation = self.generation.lock().unwrap_or_else(|p| p.into_inner());
+        *generation = generation.wrapping_add(1);
+        self.changed.notify_all();
+    }
+
+    /// Sleeps until the generation differs from `seen`, or `timeout` (real
+    /// time) passes; `None` waits without a timeout.
+    pub fn wait(&self, seen: u64, timeout: Option<Duration>) {
+        let generation = self.generation.lock().unwrap_or_else(|p| p.into_inner());
+        // A poisoned lock only means another waiter panicked; the wait is over.
+        match timeout {
+            Some(timeout) => drop(self.changed.wait_timeout_while(generation, timeout, |g| *g == seen)),
+            None => drop(self.changed.wait_while(generation, |g| *g == seen)),
+        }
+    }
+}

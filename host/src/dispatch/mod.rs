@@ -1,0 +1,409 @@
+//! The dispatcher: enqueue, long-poll fetch-and-lock, classification of
+//! faults outside the store, retry by re-arm, and terminal-only delivery.
+//!
+//! Every method runs on its caller's thread (a worker, an API handler);
+//! nothing here is a task or a timer per job. A waiting fetch sleeps on one
+//! [`Notifier`] until a job is enqueued or re-armed, the clock moves (a
+//! manual clock), or the nearest gate or lock expiry comes — one timed wait
+//! per waiting fetcher.
+
+mod stats;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwap;
+
+use stats::Counters;
+pub use stats::{Snapshot, Totals};
+
+use crate::classify::{Classification, ErrorMapper, classify};
+use crate::clock::{Clock, Notifier};
+use crate::fault::Fault;
+use crate::outcome::{Outcome, OutcomeSink, TerminalOutcome};
+use crate::retry::{RetryPolicy, RetryPolicySpec};
+use crate::sandbox::CancelToken;
+use crate::store::{
+    CancelResult, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult,
+    StoreError,
+};
+
+/// How a topic's faults are classified and retried.
+#[derive(Debug, Clone, Default)]
+pub struct TopicPolicy {
+    /// The topic's retry policy; `None` falls back to the engine-wide
+    /// default, then to the built-in default.
+    pub retry: Option<RetryPolicySpec>,
+    /// The topic's error mapper; `None` makes every fault technical.
+    pub mapper: Option<ErrorMapper>,
+}
+
+/// Why an enqueue was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum EnqueueError {
+    /// The topic is not registered.
+    #[error("unknown topic `{0}`")]
+    UnknownTopic(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What one run of a job produced, as a worker reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobResult {
+    /// Output.
+    Output(Vec<u8>),
+    /// A raw fault: the guest's own or a kill's reserved fault.
+    Fault(Fault),
+    /// The run was cancelled.
+    Cancelled,
+}
+
+/// The dispatcher. Shared by every worker and API handler (`Arc`).
+pub struct Dispatcher {
+    store: Arc<dyn JobStore>,
+    clock: Arc<dyn Clock>,
+    sink: Arc<dyn OutcomeSink>,
+    notifier: Arc<Notifier>,
+    default_retry: Option<RetryPolicySpec>,
+    topics: RwLock<HashMap<String, Arc<TopicPolicy>>>,
+    running: RunningJobs,
+    counters: Counters,
+    snapshot: ArcSwap<Snapshot>,
+    shut_down: AtomicBool,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher").field("clock", &self.clock).finish_non_exhaustive()
+    }
+}
+
+impl Dispatcher {
+    /// A dispatcher over `store`, reading time from `clock` and delivering
+    /// terminal outcomes to `sink`. `default_retry` is the engine-wide retry
+    /// policy (`None`: the built-in default).
+    pub fn new(
+        store: Arc<dyn JobStore>,
+        clock: Arc<dyn Clock>,
+        sink: Arc<dyn OutcomeSink>,
+        default_retry: Option<RetryPolicySpec>,
+    ) -> Arc<Self> {
+        let notifier = Notifier::new();
+        clock.subscribe(&notifier);
+        let snapshot = Snapshot { taken_at: clock.now(), totals: Totals::default(), depths: Default::default() };
+        Arc::new(Self {
+            store,
+            clock,
+            sink,
+            notifier,
+            default_retry,
+            topics: RwLock::new(HashMap::new()),
+            running: RunningJobs::default(),
+            counters: Counters::default(),
+            snapshot: ArcSwap::from_pointee(snapshot),
+            shut_down: AtomicBool::new(false),
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn JobStore> {
+        &self.store
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Registers (or replaces) a topic and its policy.
+    pub fn set_topic(&self, topic: impl Into<String>, policy: TopicPolicy) {
+        self.topics.write().unwrap_or_else(|p| p.into_inner()).insert(topic.into(), Arc::new(policy));
+    }
+
+    fn topic(&self, topic: &str) -> Option<Arc<TopicPolicy>> {
+        self.topics.read().unwrap_or_else(|p| p.into_inner()).get(topic).cloned()
+    }
+
+    /// The retry policy a new job of `topic` gets: the topic's over the
+    /// engine-wide default over the built-in default.
+    pub fn resolve_retry(&self, topic: &TopicPolicy) -> RetryPolicySpec {
+        RetryPolicySpec::resolve(topic.retry, self.default_retry)
+    }
+
+    /// Enqueues one job.
+    ///
+    /// # Errors
+    ///
+    /// [`EnqueueError`] for an unknown topic or a store failure.
+    pub fn enqueue(&self, topic: &str, input: Vec<u8>) -> Result<JobId, EnqueueError> {
+        Ok(self.enqueue_many(topic, vec![input], None)?[0])
+    }
+
+    /// Enqueues jobs of one topic, not to run before `not_before`.
+    ///
+    /// # Errors
+    ///
+    /// [`EnqueueError`] for an unknown topic or a store failure; nothing is
+    /// enqueued then.
+    pub fn enqueue_many(
+        &self,
+        topic: &str,
+        inputs: Vec<Vec<u8>>,
+        not_before: Option<SystemTime>,
+    ) -> Result<Vec<JobId>, EnqueueError> {
+        let policy = self.topic(topic).ok_or_else(|| EnqueueError::UnknownTopic(topic.to_owned()))?;
+        let policy = self.resolve_retry(&policy);
+        let jobs: Vec<NewJob> =
+            inputs.into_iter().map(|input| NewJob { topic: topic.to_owned(), input, policy, not_before }).collect();
+        let count = jobs.len() as u64;
+        let ids = self.store.enqueue(jobs, self.clock.now())?;
+        self.counters.enqueued(count);
+        self.notifier.notify();
+        Ok(ids)
+    }
+
+    /// Locks up to `max` jobs of `topics` for `worker`, waiting up to `wait`
+    /// (clock time) for one to become fetchable. Returns no jobs when the
+    /// wait ends, the dispatcher shuts down, or `stop` is set.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn fetch(
+        &self,
+        worker: &str,
+        topics: &[String],
+        max: usize,
+        lock_duration: Duration,
+        wait: Duration,
+        stop: &AtomicBool,
+    ) -> Result<Vec<LockedJob>, StoreError> {
+        let deadline = self.clock.now() + wait;
+        let request = FetchRequest { worker, topics, max, lock_duration };
+        loop {
+            if self.shut_down.load(Ordering::Acquire) || stop.load(Ordering::Acquire) {
+                return Ok(Vec::new());
+            }
+            let seen = self.notifier.generation();
+            let now = self.clock.now();
+            let fetched = self.store.fetch_and_lock(request, now)?;
+            for ended in &fetched.ended {
+                self.deliver(ended);
+            }
+            if !fetched.jobs.is_empty() {
+                return Ok(fetched.jobs);
+            }
+            if now >= deadline {
+                return Ok(Vec::new());
+            }
+            let wake = fetched.next_wake.map_or(deadline, |gate| gate.min(deadline));
+            self.notifier.wait(seen, self.clock.real_wait(wake));
+        }
+    }
+
+    /// Decides what a run's result means, classifying a fault with the
+    /// topic's mapper. Runs on the caller's thread, outside the store.
+    pub fn judge(&self, job: &LockedJob, result: JobResult, plugin_version: Option<&str>) -> Report {
+        let fault = match result {
+            JobResult::Output(output) => return Report::Completed { output },
+            JobResult::Cancelled => return Report::End(Outcome::Cancelled),
+            JobResult::Fault(fault) => fault,
+        };
+        let policy = self.topic(&job.topic);
+        let classification = classify(policy.as_ref().and_then(|p| p.mapper.as_ref()), &fault);
+        let failed = |diagnostic: String, fault: Fault| Outcome::Failed {
+            topic: job.topic.clone(),
+            attempts: job.attempt,
+            last_fault: fault,
+            diagnostic,
+            plugin_version: plugin_version.map(str::to_owned),
+        };
+        match classification {
+            Classification::BusinessError { code, message } => Report::End(Outcome::BusinessError { code, message }),
+            Classification::BusinessStatus { value } => Report::End(Outcome::BusinessStatus { value }),
+            Classification::TechnicalNonRetryable { diagnostic } => Report::End(failed(diagnostic, fault)),
+            Classification::Technical { diagnostic } => match job.policy.retry(job.attempt, &diagnostic) {
+                Some(backoff) => Report::ReArm { fault, not_before: self.clock.now() + backoff },
+                None => Report::End(failed(diagnostic, fault)),
+            },
+        }
+    }
+
+    /// Applies reports (each re-validated against its lock by the store)
+    /// and delivers the terminal outcomes. A report whose lock was lost is
+    /// dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn submit(&self, reports: Vec<(Lock, Report)>) -> Result<Vec<Reported>, StoreError> {
+        let results = self.store.report(reports, self.clock.now())?;
+        let mut re_armed = false;
+        for result in &results {
+            match result {
+                Reported::Ended(outcome) => self.deliver(outcome),
+                Reported::ReArmed => {
+                    self.counters.retried();
+                    re_armed = true;
+                }
+                Reported::LockLost => self.counters.report_dropped(),
+            }
+        }
+        if re_armed {
+            // A fetcher waiting for a later gate must recompute its wake.
+            self.notifier.notify();
+        }
+        Ok(results)
+    }
+
+    /// Judges and submits one result.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn report(
+        &self,
+        job: &LockedJob,
+        result: JobResult,
+        plugin_version: Option<&str>,
+    ) -> Result<Reported, StoreError> {
+        let report = self.judge(job, result, plugin_version);
+        Ok(self.submit(vec![(job.lock, report)])?.remove(0))
+    }
+
+    fn deliver(&self, outcome: &TerminalOutcome) {
+        self.counters.ended(&outcome.outcome);
+        self.sink.deliver(outcome);
+    }
+
+    /// Counts an attempt killed at a limit or trapped (by reserved code).
+    pub fn count_kill(&self, code: &str) {
+        self.counters.killed(code);
+    }
+
+    /// Cancels a job: a queued or gated job ends `Cancelled` now; a running
+    /// one is interrupted at its next epoch tick and ends `Cancelled` when
+    /// its worker reports.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn cancel(&self, id: JobId) -> Result<CancelResult, StoreError> {
+        let result = self.store.cancel(id, self.clock.now())?;
+        match &result {
+            CancelResult::Cancelled(outcome) => self.deliver(outcome),
+            CancelResult::Cancelling => self.running.cancel(id),
+            CancelResult::AlreadyEnded | CancelResult::NotFound => {}
+        }
+        Ok(result)
+    }
+
+    /// Re-queues an incident with a fresh attempt budget.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn retry_incident(&self, id: JobId) -> Result<RetryIncidentResult, StoreError> {
+        let result = self.store.retry_incident(id, self.clock.now())?;
+        if result == RetryIncidentResult::Requeued {
+            self.notifier.notify();
+        }
+        Ok(result)
+    }
+
+    /// Registers `job` as running and returns its cancel token (already
+    /// cancelled if a cancel raced ahead of the registration), so
+    /// [`Dispatcher::cancel`] can interrupt it. Keep the guard until the
+    /// job's report is submitted; dropping it unregisters the job.
+    pub fn running(&self, job: JobId) -> RunningGuard<'_> {
+        let token = self.running.register(job);
+        RunningGuard { running: &self.running, job, token }
+    }
+
+    /// The last published snapshot: lock-free, never waits on the store.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Publishes a fresh snapshot (the host calls this periodically).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn publish_snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+        let snapshot = Arc::new(Snapshot {
+            taken_at: self.clock.now(),
+            totals: self.counters.totals(),
+            depths: self.store.depths()?.into_iter().collect(),
+        });
+        self.snapshot.store(snapshot.clone());
+        Ok(snapshot)
+    }
+
+    /// Totals, read from the counters directly.
+    pub fn totals(&self) -> Totals {
+        self.counters.totals()
+    }
+
+    /// Stops every fetch: waiting fetchers return at once.
+    pub fn shut_down(&self) {
+        self.shut_down.store(true, Ordering::Release);
+        self.notifier.notify();
+    }
+
+    /// Wakes every waiting fetcher (e.g. after setting a pool's stop flag).
+    pub fn wake_fetchers(&self) {
+        self.notifier.notify();
+    }
+}
+
+/// Cancel tokens of running jobs, sharded to keep workers off one lock.
+#[derive(Debug, Default)]
+struct RunningJobs {
+    shards: [Mutex<HashMap<JobId, CancelToken>>; 16],
+}
+
+impl RunningJobs {
+    fn shard(&self, job: JobId) -> std::sync::MutexGuard<'_, HashMap<JobId, CancelToken>> {
+        self.shards[(job.0 % 16) as usize].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn register(&self, job: JobId) -> CancelToken {
+        self.shard(job).entry(job).or_default().clone()
+    }
+
+    fn remove(&self, job: JobId) {
+        self.shard(job).remove(&job);
+    }
+
+    /// Cancels the running job's token; if its worker has not registered
+    /// it yet, the token waits, cancelled, for the registration.
+    fn cancel(&self, job: JobId) {
+        self.shard(job).entry(job).or_default().cancel();
+    }
+}
+
+/// A running job's registration; dropping it unregisters the job.
+#[derive(Debug)]
+pub struct RunningGuard<'a> {
+    running: &'a RunningJobs,
+    job: JobId,
+    token: CancelToken,
+}
+
+impl RunningGuard<'_> {
+    /// The job's cancel token.
+    pub fn token(&self) -> &CancelToken {
+        &self.token
+    }
+}
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        self.running.remove(self.job);
+    }
+}

@@ -1,0 +1,124 @@
+//! Counters of what the dispatcher did, and the snapshot status reads come
+//! from (published, never read from the store's critical section).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::fault::codes;
+use crate::outcome::Outcome;
+use crate::store::Depth;
+
+/// The reserved codes of limit kills and traps, in a fixed order.
+const KILL_CODES: [&str; 6] = [
+    codes::TIMEOUT,
+    codes::OUT_OF_FUEL,
+    codes::MEMORY_LIMIT,
+    codes::STACK_OVERFLOW,
+    codes::TRAP,
+    codes::OUTPUT_TOO_LARGE,
+];
+
+/// Running totals, updated with atomics on the reporting threads.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    enqueued: AtomicU64,
+    completed: AtomicU64,
+    business_errors: AtomicU64,
+    business_statuses: AtomicU64,
+    failed: AtomicU64,
+    cancelled: AtomicU64,
+    retries: AtomicU64,
+    reports_dropped: AtomicU64,
+    kills: [AtomicU64; KILL_CODES.len()],
+}
+
+impl Counters {
+    pub(crate) fn enqueued(&self, n: u64) {
+        self.enqueued.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn ended(&self, outcome: &Outcome) {
+        let counter = match outcome {
+            Outcome::Completed { .. } => &self.completed,
+            Outcome::BusinessError { .. } => &self.business_errors,
+            Outcome::BusinessStatus { .. } => &self.business_statuses,
+            Outcome::Failed { .. } => &self.failed,
+            Outcome::Cancelled => &self.cancelled,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn retried(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn report_dropped(&self) {
+        self.reports_dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn killed(&self, code: &str) {
+        if let Some(i) = KILL_CODES.iter().position(|c| *c == code) {
+            self.kills[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn totals(&self) -> Totals {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Totals {
+            enqueued: load(&self.enqueued),
+            completed: load(&self.completed),
+            business_errors: load(&self.business_errors),
+            business_statuses: load(&self.business_statuses),
+            failed: load(&self.failed),
+            cancelled: load(&self.cancelled),
+            retries: load(&self.retries),
+            reports_dropped: load(&self.reports_dropped),
+            kills: KILL_CODES.iter().zip(&self.kills).map(|(code, n)| ((*code).to_owned(), load(n))).collect(),
+        }
+    }
+}
+
+/// Totals since the dispatcher started.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Jobs enqueued.
+    pub enqueued: u64,
+    /// Jobs ended `Completed`.
+    pub completed: u64,
+    /// Jobs ended with a business error.
+    pub business_errors: u64,
+    /// Jobs ended with a business status.
+    pub business_statuses: u64,
+    /// Jobs ended `Failed` (incidents).
+    pub failed: u64,
+    /// Jobs ended `Cancelled`.
+    pub cancelled: u64,
+    /// Technical faults retried (re-arms).
+    pub retries: u64,
+    /// Reports dropped because the reporter's lock had expired.
+    pub reports_dropped: u64,
+    /// Attempts killed or trapped, by reserved fault code.
+    pub kills: BTreeMap<String, u64>,
+}
+
+impl Totals {
+    /// Jobs that reached a terminal outcome.
+    pub fn ended(&self) -> u64 {
+        self.completed + self.business_errors + self.business_statuses + self.failed + self.cancelled
+    }
+}
+
+/// A published view of the dispatcher for status reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    /// When it was taken.
+    #[serde(with = "crate::fault::epoch_millis")]
+    pub taken_at: SystemTime,
+    /// Totals at that time.
+    pub totals: Totals,
+    /// Live jobs per topic.
+    pub depths: BTreeMap<String, Depth>,
+}

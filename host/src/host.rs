@@ -1,0 +1,426 @@
+//! The embedding API: build a host with a store, a clock, an outcome sink
+//! and topics (each a plugin or a native handler, with its limits, retry
+//! policy and error mapper), then enqueue jobs and receive terminal
+//! outcomes.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::classify::{ErrorMapper, Rule, RuleError, Rules};
+use crate::clock::{Clock, SystemClock};
+use crate::dispatch::{Dispatcher, EnqueueError, Snapshot, TopicPolicy};
+use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::outcome::{NullSink, OutcomeSink};
+use crate::plugin::{Plugin, PluginError, World};
+use crate::retry::RetryPolicySpec;
+use crate::sandbox::{Limits, Sandbox};
+use crate::store::{CancelResult, JobId, JobStore, MemoryStore, StoreError};
+use crate::worker::{Handler, PoolConfig, WasmHandler, WorkerPool};
+
+/// Where a component comes from.
+#[derive(Debug, Clone)]
+pub enum PluginSource {
+    /// A file (`.wasm` or `.cwasm`).
+    Path(PathBuf),
+    /// Bytes, with a name for errors.
+    Bytes {
+        /// The component.
+        bytes: Vec<u8>,
+        /// Its name in errors.
+        name: String,
+    },
+}
+
+impl PluginSource {
+    fn load(&self, sandbox: &Sandbox, world: World) -> Result<Plugin, PluginError> {
+        match self {
+            PluginSource::Path(path) => Plugin::load(sandbox, path, world),
+            PluginSource::Bytes { bytes, name } => Plugin::from_bytes(sandbox, bytes, world, name),
+        }
+    }
+}
+
+/// A topic's error mapper.
+#[derive(Debug, Clone)]
+pub enum MapperSpec {
+    /// A component of the `error-mapper` world.
+    Plugin(PluginSource),
+    /// The topic's own plugin, which also exports `classify`.
+    SamePlugin,
+    /// Declarative rules.
+    Rules(Vec<Rule>),
+}
+
+/// What runs a topic's jobs.
+#[derive(Clone)]
+enum Runner {
+    Wasm(PluginSource),
+    Native(Arc<dyn Handler>),
+}
+
+/// A topic to register: `Topic::wasm(name, source)` or
+/// `Topic::native(name, handler)`, then the `with_*` settings. Defaults:
+/// [`Limits::default`], [`PoolConfig::default`] with the lock duration set to
+/// the deadline times the fetch batch plus 30 s, no topic retry policy (the
+/// engine-wide default applies), no error mapper (every fault technical).
+#[derive(Clone)]
+pub struct Topic {
+    name: String,
+    runner: Runner,
+    limits: Limits,
+    pool: PoolConfig,
+    lock_duration: Option<Duration>,
+    retry: Option<RetryPolicySpec>,
+    mapper: Option<MapperSpec>,
+}
+
+impl std::fmt::Debug for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Topic").field("name", &self.name).field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+impl Topic {
+    /// A topic whose jobs run on a Wasm component.
+    pub fn wasm(name: impl Into<String>, source: PluginSource) -> Self {
+        Self::with_runner(name.into(), Runner::Wasm(source))
+    }
+
+    /// A topic whose jobs run on a native handler (no sandbox).
+    pub fn native(name: impl Into<String>, handler: Arc<dyn Handler>) -> Self {
+        Self::with_runner(name.into(), Runner::Native(handler))
+    }
+
+    fn with_runner(name: String, runner: Runner) -> Self {
+        Self {
+            name,
+            runner,
+            limits: Limits::default(),
+            pool: PoolConfig::default(),
+            lock_duration: None,
+            retry: None,
+            mapper: None,
+        }
+    }
+
+    /// Sets the limits of each job.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets the number of worker threads.
+    #[must_use]
+    pub fn with_workers(mut self, workers: usize) -> Self {
+        self.pool.workers = workers;
+        self
+    }
+
+    /// Sets the jobs locked per fetch.
+    #[must_use]
+    pub fn with_fetch_batch(mut self, batch: usize) -> Self {
+        self.pool.fetch_batch = batch.max(1);
+        self
+    }
+
+    /// Sets how long a fetched job stays locked.
+    #[must_use]
+    pub fn with_lock_duration(mut self, lock_duration: Duration) -> Self {
+        self.lock_duration = Some(lock_duration);
+        self
+    }
+
+    /// Sets the topic's retry policy.
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryPolicySpec) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// Sets the topic's error mapper.
+    #[must_use]
+    pub fn with_mapper(mut self, mapper: MapperSpec) -> Self {
+        self.mapper = Some(mapper);
+        self
+    }
+
+    fn pool_config(&self) -> PoolConfig {
+        let batch = self.pool.fetch_batch.max(1) as u32;
+        let lock_duration =
+            self.lock_duration.unwrap_or_else(|| self.limits.deadline.saturating_mul(batch) + Duration::from_secs(30));
+        PoolConfig { lock_duration, ..self.pool.clone() }
+    }
+}
+
+/// Why a host could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The engine could not be built.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// A topic's plugin or mapper could not be loaded.
+    #[error("topic `{topic}`: {source}")]
+    Plugin {
+        /// The topic.
+        topic: String,
+        /// Why.
+        source: PluginError,
+    },
+    /// A topic's rules are invalid.
+    #[error("topic `{topic}`: {source}")]
+    Rules {
+        /// The topic.
+        topic: String,
+        /// Why.
+        source: RuleError,
+    },
+    /// Anything else wrong with the configuration.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Builds a [`Host`]; see [`Host::builder`] for the defaults.
+#[must_use]
+pub struct HostBuilder {
+    store: Arc<dyn JobStore>,
+    clock: Arc<dyn Clock>,
+    sink: Arc<dyn OutcomeSink>,
+    engine: EngineConfig,
+    default_retry: Option<RetryPolicySpec>,
+    topics: Vec<Topic>,
+    start_workers: bool,
+}
+
+impl HostBuilder {
+    /// Sets the job store.
+    pub fn store(mut self, store: Arc<dyn JobStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Sets the clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the sink of terminal outcomes.
+    pub fn sink(mut self, sink: Arc<dyn OutcomeSink>) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    /// Sets the engine configuration.
+    pub fn engine(mut self, engine: EngineConfig) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// Sets the engine-wide default retry policy.
+    pub fn default_retry(mut self, retry: RetryPolicySpec) -> Self {
+        self.default_retry = Some(retry);
+        self
+    }
+
+    /// Adds a topic.
+    pub fn topic(mut self, topic: Topic) -> Self {
+        self.topics.push(topic);
+        self
+    }
+
+    /// Whether `build` starts the worker pools (default `true`); without
+    /// them, jobs wait until [`Host::start_workers`].
+    pub fn start_workers(mut self, start: bool) -> Self {
+        self.start_workers = start;
+        self
+    }
+
+    /// Loads and validates every plugin, registers the topics and starts
+    /// the worker pools.
+    ///
+    /// # Errors
+    ///
+    /// [`HostError`] naming the topic whose plugin, mapper or rules are bad.
+    pub fn build(self) -> Result<Host, HostError> {
+        let fuel = self.topics.iter().any(|t| t.limits.fuel.is_some());
+        let engine = Engine::new(EngineConfig { fuel: self.engine.fuel || fuel, ..self.engine })?;
+        let sandbox = Sandbox::new(engine).map_err(|e| HostError::Config(format!("linking host functions: {e:#}")))?;
+        let dispatcher = Dispatcher::new(self.store, self.clock, self.sink, self.default_retry);
+        let mut runners = Vec::new();
+        for topic in &self.topics {
+            let handler: Arc<dyn Handler> = match &topic.runner {
+                Runner::Native(handler) => handler.clone(),
+                Runner::Wasm(source) => {
+                    let plugin = source
+                        .load(&sandbox, World::Operation)
+                        .map_err(|source| HostError::Plugin { topic: topic.name.clone(), source })?;
+                    let mapper = load_mapper(&sandbox, topic, Some(&plugin))?;
+                    dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper });
+                    runners.push((
+                        topic.clone(),
+                        Arc::new(WasmHandler::new(sandbox.clone(), plugin, topic.limits.clone())) as Arc<dyn Handler>,
+                    ));
+                    continue;
+                }
+            };
+            let mapper = load_mapper(&sandbox, topic, None)?;
+            dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper });
+            runners.push((topic.clone(), handler));
+        }
+        let host = Host {
+            dispatcher,
+            sandbox,
+            runners,
+            pools: Mutex::new(Vec::new()),
+            publisher: Mutex::new(None),
+            stopping: Arc::new(AtomicBool::new(false)),
+        };
+        if self.start_workers {
+            host.start_workers().map_err(|e| HostError::Config(format!("starting workers: {e}")))?;
+        }
+        Ok(host)
+    }
+}
+
+/// Loads a topic's error mapper; `own` is the topic's plugin, if it has one.
+fn load_mapper(sandbox: &Sandbox, topic: &Topic, own: Option<&Plugin>) -> Result<Option<ErrorMapper>, HostError> {
+    let mut limits = Limits::error_mapper();
+    if !sandbox.engine().config().fuel {
+        limits.fuel = None;
+    }
+    let plugin_error = |source| HostError::Plugin { topic: topic.name.clone(), source };
+    Ok(match &topic.mapper {
+        None => None,
+        Some(MapperSpec::Rules(rules)) => Some(ErrorMapper::Rules(
+            Rules::new(rules.clone()).map_err(|source| HostError::Rules { topic: topic.name.clone(), source })?,
+        )),
+        Some(MapperSpec::Plugin(source)) => Some(ErrorMapper::Wasm {
+            sandbox: sandbox.clone(),
+            plugin: source.load(sandbox, World::ErrorMapper).map_err(plugin_error)?,
+            limits,
+        }),
+        Some(MapperSpec::SamePlugin) => {
+            let plugin = own.filter(|p| p.is_error_mapper()).cloned().ok_or_else(|| {
+                HostError::Config(format!("topic `{}`: its plugin does not export `classify`", topic.name))
+            })?;
+            Some(ErrorMapper::Wasm { sandbox: sandbox.clone(), plugin, limits })
+        }
+    })
+}
+
+/// A running husk: the dispatcher and the worker pools of its topics.
+pub struct Host {
+    dispatcher: Arc<Dispatcher>,
+    sandbox: Sandbox,
+    runners: Vec<(Topic, Arc<dyn Handler>)>,
+    pools: Mutex<Vec<WorkerPool>>,
+    publisher: Mutex<Option<JoinHandle<()>>>,
+    stopping: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("dispatcher", &self.dispatcher).finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// A builder with these defaults: an in-memory store
+    /// ([`MemoryStore`]), the system clock, a sink that drops outcomes
+    /// ([`NullSink`]), [`EngineConfig::default`] (fuel turned on when any
+    /// topic sets a fuel budget), the built-in retry default (3 attempts,
+    /// exponential with jitter), no topics, workers started by `build`.
+    pub fn builder() -> HostBuilder {
+        HostBuilder {
+            store: Arc::new(MemoryStore::new()),
+            clock: Arc::new(SystemClock),
+            sink: Arc::new(NullSink),
+            engine: EngineConfig::default(),
+            default_retry: None,
+            topics: Vec::new(),
+            start_workers: true,
+        }
+    }
+
+    /// The dispatcher.
+    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
+    }
+
+    /// The sandbox jobs run in.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Enqueues a job.
+    ///
+    /// # Errors
+    ///
+    /// [`EnqueueError`] for an unknown topic or a store failure.
+    pub fn enqueue(&self, topic: &str, input: impl Into<Vec<u8>>) -> Result<JobId, EnqueueError> {
+        self.dispatcher.enqueue(topic, input.into())
+    }
+
+    /// Cancels a job.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn cancel(&self, id: JobId) -> Result<CancelResult, StoreError> {
+        self.dispatcher.cancel(id)
+    }
+
+    /// The last published snapshot (refreshed every 100 ms while workers run).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.dispatcher.snapshot()
+    }
+
+    /// Starts the worker pools (and the snapshot publisher), if not started.
+    ///
+    /// # Errors
+    ///
+    /// When a thread cannot be spawned.
+    pub fn start_workers(&self) -> std::io::Result<()> {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if !pools.is_empty() {
+            return Ok(());
+        }
+        for (topic, handler) in &self.runners {
+            pools.push(WorkerPool::start(self.dispatcher.clone(), &topic.name, handler.clone(), &topic.pool_config())?);
+        }
+        let (dispatcher, stopping) = (self.dispatcher.clone(), self.stopping.clone());
+        let publisher = std::thread::Builder::new().name("husk-snapshot".into()).spawn(move || {
+            while !stopping.load(Ordering::Acquire) {
+                if let Err(error) = dispatcher.publish_snapshot() {
+                    tracing::warn!(%error, "publishing the status snapshot failed");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })?;
+        *self.publisher.lock().unwrap_or_else(|p| p.into_inner()) = Some(publisher);
+        Ok(())
+    }
+
+    /// Stops fetching, lets running jobs finish, and joins every thread.
+    pub fn shutdown(&self) {
+        self.stopping.store(true, Ordering::Release);
+        let pools = std::mem::take(&mut *self.pools.lock().unwrap_or_else(|p| p.into_inner()));
+        self.dispatcher.shut_down();
+        for pool in pools {
+            pool.stop();
+        }
+        if let Some(publisher) = self.publisher.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = publisher.join();
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,479 @@
+//! The in-memory job store: one mutex over indexes of live jobs (ready
+//! queues per topic, gates and lock expiries ordered by time) and a bounded
+//! log of terminal outcomes. Fast, and gone when the process ends.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use super::{
+    CancelResult, Depth, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock, LockInfo,
+    NewJob, Report, Reported, RetryIncidentResult, StoreError,
+};
+use crate::fault::{Fault, codes, epoch_millis};
+use crate::outcome::{Outcome, TerminalOutcome};
+use crate::retry::{RetryPolicy, RetryPolicySpec};
+
+/// Terminal outcomes kept by default (for `get` and the outcome log).
+/// Open incidents are kept regardless.
+pub const DEFAULT_RETAINED_OUTCOMES: usize = 100_000;
+
+/// The in-memory [`JobStore`].
+#[derive(Debug)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+    retained: usize,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    next_id: u64,
+    next_token: u64,
+    next_seq: u64,
+    live: HashMap<JobId, Live>,
+    /// Queued jobs per topic, oldest first. May hold ids of jobs that were
+    /// since cancelled; they are skipped when popped.
+    ready: HashMap<String, VecDeque<JobId>>,
+    gates: BTreeSet<(SystemTime, JobId)>,
+    locks: BTreeSet<(SystemTime, JobId)>,
+    ended: HashMap<JobId, Ended>,
+    log: VecDeque<TerminalOutcome>,
+    incidents: BTreeSet<JobId>,
+    depths: HashMap<String, Depth>,
+}
+
+#[derive(Debug)]
+struct Live {
+    topic: String,
+    input: Vec<u8>,
+    policy: RetryPolicySpec,
+    attempt: u32,
+    enqueued_at: SystemTime,
+    state: JobState,
+    not_before: Option<SystemTime>,
+    lock: Option<HeldLock>,
+    last_fault: Option<Fault>,
+    cancel_requested: bool,
+}
+
+#[derive(Debug)]
+struct HeldLock {
+    worker: String,
+    token: u64,
+    expires_at: SystemTime,
+}
+
+#[derive(Debug)]
+struct Ended {
+    record: JobRecord,
+    /// Kept for incidents only, so they can be retried.
+    input: Option<Vec<u8>>,
+}
+
+impl MemoryStore {
+    /// An empty store keeping [`DEFAULT_RETAINED_OUTCOMES`] terminal
+    /// outcomes.
+    pub fn new() -> Self {
+        Self::with_retained_outcomes(DEFAULT_RETAINED_OUTCOMES)
+    }
+
+    /// An empty store keeping the last `retained` terminal outcomes.
+    pub fn with_retained_outcomes(retained: usize) -> Self {
+        Self { inner: Mutex::new(Inner::default()), retained: retained.max(1) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Live {
+    fn record(&self, id: JobId) -> JobRecord {
+        JobRecord {
+            id,
+            topic: self.topic.clone(),
+            state: self.state,
+            attempt: self.attempt,
+            policy: self.policy,
+            enqueued_at: self.enqueued_at,
+            not_before: self.not_before,
+            lock: self.lock.as_ref().map(|l| LockInfo { worker: l.worker.clone(), expires_at: l.expires_at }),
+            last_fault: self.last_fault.clone(),
+            cancel_requested: self.cancel_requested,
+            outcome: None,
+        }
+    }
+
+    /// Attempts made so far: the current one counts once it has started.
+    fn attempts_made(&self) -> u32 {
+        if self.state == JobState::Running { self.attempt } else { self.attempt.saturating_sub(1) }
+    }
+}
+
+impl Inner {
+    fn depth(&mut self, topic: &str) -> &mut Depth {
+        self.depths.entry(topic.to_owned()).or_default()
+    }
+
+    fn count(&mut self, topic: &str, state: JobState, delta: i64) {
+        let depth = self.depth(topic);
+        let counter = match state {
+            JobState::Queued => &mut depth.queued,
+            JobState::Gated => &mut depth.gated,
+            JobState::Running => &mut depth.running,
+            JobState::Terminal => return,
+        };
+        *counter = counter.saturating_add_signed(delta);
+    }
+
+    /// Puts a live, unlocked job in the ready queue or behind its gate.
+    fn arm(&mut self, id: JobId, not_before: Option<SystemTime>, now: SystemTime) {
+        let job = self.live.get_mut(&id).expect("arming a live job");
+        let old = job.state;
+        let topic = job.topic.clone();
+        job.lock = None;
+        match not_before.filter(|gate| *gate > now) {
+            Some(gate) => {
+                job.state = JobState::Gated;
+                job.not_before = Some(gate);
+                self.gates.insert((gate, id));
+            }
+            None => {
+                job.state = JobState::Queued;
+                job.not_before = None;
+                self.ready.entry(topic.clone()).or_default().push_back(id);
+            }
+        }
+        let new = self.live[&id].state;
+        if old != new {
+            self.count(&topic, old, -1);
+            self.count(&topic, new, 1);
+        }
+    }
+
+    /// Ends a live job with `outcome` and returns its terminal record.
+    fn end(&mut self, id: JobId, outcome: Outcome, now: SystemTime, retained: usize) -> TerminalOutcome {
+        let job = self.live.remove(&id).expect("ending a live job");
+        self.count(&job.topic, job.state, -1);
+        match job.state {
+            JobState::Gated => {
+                if let Some(gate) = job.not_before {
+                    self.gates.remove(&(gate, id));
+                }
+            }
+            JobState::Running => {
+                if let Some(lock) = &job.lock {
+                    self.locks.remove(&(lock.expires_at, id));
+                }
+            }
+            JobState::Queued | JobState::Terminal => {}
+        }
+        self.next_seq += 1;
+        let terminal = TerminalOutcome {
+            seq: self.next_seq,
+            job_id: id,
+            topic: job.topic.clone(),
+            attempts: job.attempts_made(),
+            enqueued_at: job.enqueued_at,
+            finished_at: now,
+            outcome,
+        };
+        let is_incident = matches!(terminal.outcome, Outcome::Failed { .. });
+        let mut record = job.record(id);
+        record.state = JobState::Terminal;
+        record.attempt = terminal.attempts;
+        record.not_before = None;
+        record.lock = None;
+        record.outcome = Some(terminal.clone());
+        if is_incident {
+            self.incidents.insert(id);
+        }
+        self.ended.insert(id, Ended { record, input: is_incident.then_some(job.input) });
+        self.log.push_back(terminal.clone());
+        while self.log.len() > retained {
+            if let Some(old) = self.log.pop_front()
+                && !self.incidents.contains(&old.job_id)
+                && self.ended.get(&old.job_id).and_then(|e| e.record.outcome.as_ref()).map(|o| o.seq) == Some(old.seq)
+            {
+                self.ended.remove(&old.job_id);
+            }
+        }
+        terminal
+    }
+
+    /// Whether `lock` is held, unexpired, on a running job.
+    fn holds(&self, lock: Lock, now: SystemTime) -> bool {
+        self.live.get(&lock.job).is_some_and(|job| {
+            job.state == JobState::Running
+                && job.lock.as_ref().is_some_and(|held| held.token == lock.token && held.expires_at > now)
+        })
+    }
+
+    fn open_gates(&mut self, now: SystemTime) {
+        while let Some(&(gate, id)) = self.gates.first() {
+            if gate > now {
+                break;
+            }
+            self.gates.pop_first();
+            self.arm(id, None, now);
+        }
+    }
+
+    /// Reclaims jobs whose lock expired: each is a failed attempt with fault
+    /// `husk.lock-expired`, re-armed by its policy or ended `Failed`.
+    fn reclaim_expired(&mut self, now: SystemTime, retained: usize, ended: &mut Vec<TerminalOutcome>) {
+        while let Some(&(expired_at, id)) = self.locks.first() {
+            if expired_at > now {
+                break;
+            }
+            self.locks.pop_first();
+            let job = self.live.get_mut(&id).expect("a locked job is live");
+            let worker = job.lock.take().map(|l| l.worker).unwrap_or_default();
+            let fault = Fault::json(
+                codes::LOCK_EXPIRED,
+                &json!({
+                    "worker": worker,
+                    "attempt": job.attempt,
+                    "expired_at_ms": epoch_millis::to_millis(expired_at),
+                }),
+            );
+            job.last_fault = Some(fault.clone());
+            let diagnostic = format!("lock of worker {worker} expired before it reported attempt {}", job.attempt);
+            if job.cancel_requested {
+                ended.push(self.end(id, Outcome::Cancelled, now, retained));
+                continue;
+            }
+            match job.policy.retry(job.attempt, &diagnostic) {
+                Some(backoff) => {
+                    job.attempt += 1;
+                    self.arm(id, Some(expired_at + backoff), now);
+                }
+                None => {
+                    let outcome = Outcome::Failed {
+                        topic: job.topic.clone(),
+                        attempts: job.attempt,
+                        last_fault: fault,
+                        diagnostic,
+                        plugin_version: None,
+                    };
+                    ended.push(self.end(id, outcome, now, retained));
+                }
+            }
+        }
+    }
+
+    fn next_wake(&self) -> Option<SystemTime> {
+        let gate = self.gates.first().map(|(t, _)| *t);
+        let lock = self.locks.first().map(|(t, _)| *t);
+        gate.into_iter().chain(lock).min()
+    }
+
+    fn record(&self, id: JobId) -> Option<JobRecord> {
+        match self.live.get(&id) {
+            Some(job) => Some(job.record(id)),
+            None => self.ended.get(&id).map(|e| e.record.clone()),
+        }
+    }
+}
+
+impl JobStore for MemoryStore {
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<JobId>, StoreError> {
+        let mut inner = self.lock();
+        let mut ids = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            inner.next_id += 1;
+            let id = JobId(inner.next_id);
+            inner.live.insert(
+                id,
+                Live {
+                    topic: job.topic,
+                    input: job.input,
+                    policy: job.policy,
+                    attempt: 1,
+                    enqueued_at: now,
+                    state: JobState::Terminal, // set by `arm`
+                    not_before: None,
+                    lock: None,
+                    last_fault: None,
+                    cancel_requested: false,
+                },
+            );
+            inner.arm(id, job.not_before, now);
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
+        let mut inner = self.lock();
+        let mut fetched = Fetched::default();
+        inner.open_gates(now);
+        inner.reclaim_expired(now, self.retained, &mut fetched.ended);
+        let expires_at = now + request.lock_duration;
+        let mut exhausted_topics = 0;
+        'topics: while fetched.jobs.len() < request.max && exhausted_topics < request.topics.len() {
+            exhausted_topics = 0;
+            for topic in request.topics {
+                if fetched.jobs.len() >= request.max {
+                    break 'topics;
+                }
+                let next = loop {
+                    let Some(id) = inner.ready.get_mut(topic.as_str()).and_then(VecDeque::pop_front) else {
+                        break None;
+                    };
+                    if inner.live.get(&id).is_some_and(|job| job.state == JobState::Queued) {
+                        break Some(id);
+                    }
+                };
+                let Some(id) = next else {
+                    exhausted_topics += 1;
+                    continue;
+                };
+                inner.next_token += 1;
+                let token = inner.next_token;
+                inner.locks.insert((expires_at, id));
+                inner.count(topic, JobState::Queued, -1);
+                inner.count(topic, JobState::Running, 1);
+                let job = inner.live.get_mut(&id).expect("checked above");
+                job.state = JobState::Running;
+                job.lock = Some(HeldLock { worker: request.worker.to_owned(), token, expires_at });
+                fetched.jobs.push(super::LockedJob {
+                    lock: Lock { job: id, token },
+                    topic: job.topic.clone(),
+                    input: job.input.clone(),
+                    attempt: job.attempt,
+                    policy: job.policy,
+                    enqueued_at: job.enqueued_at,
+                    lock_expires_at: expires_at,
+                });
+            }
+        }
+        fetched.next_wake = inner.next_wake();
+        Ok(fetched)
+    }
+
+    fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
+        let mut inner = self.lock();
+        let results = reports
+            .into_iter()
+            .map(|(lock, report)| {
+                if !inner.holds(lock, now) {
+                    return Reported::LockLost;
+                }
+                let job = inner.live.get_mut(&lock.job).expect("held lock, live job");
+                if job.cancel_requested {
+                    return Reported::Ended(inner.end(lock.job, Outcome::Cancelled, now, self.retained));
+                }
+                match report {
+                    Report::Completed { output } => {
+                        Reported::Ended(inner.end(lock.job, Outcome::Completed { output }, now, self.retained))
+                    }
+                    Report::End(outcome) => Reported::Ended(inner.end(lock.job, outcome, now, self.retained)),
+                    Report::ReArm { fault, not_before } => {
+                        let expires_at = job.lock.as_ref().map(|l| l.expires_at).expect("held lock");
+                        job.attempt += 1;
+                        job.last_fault = Some(fault);
+                        inner.locks.remove(&(expires_at, lock.job));
+                        inner.arm(lock.job, Some(not_before), now);
+                        Reported::ReArmed
+                    }
+                }
+            })
+            .collect();
+        Ok(results)
+    }
+
+    fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        if !inner.holds(lock, now) {
+            return Ok(false);
+        }
+        let held = inner.live.get_mut(&lock.job).and_then(|job| job.lock.as_mut()).expect("held lock");
+        let old = std::mem::replace(&mut held.expires_at, until);
+        inner.locks.remove(&(old, lock.job));
+        inner.locks.insert((until, lock.job));
+        Ok(true)
+    }
+
+    fn cancel(&self, id: JobId, now: SystemTime) -> Result<CancelResult, StoreError> {
+        let mut inner = self.lock();
+        let Some(job) = inner.live.get_mut(&id) else {
+            return Ok(if inner.ended.contains_key(&id) { CancelResult::AlreadyEnded } else { CancelResult::NotFound });
+        };
+        if job.state == JobState::Running {
+            job.cancel_requested = true;
+            return Ok(CancelResult::Cancelling);
+        }
+        Ok(CancelResult::Cancelled(inner.end(id, Outcome::Cancelled, now, self.retained)))
+    }
+
+    fn retry_incident(&self, id: JobId, now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
+        let mut inner = self.lock();
+        if !inner.incidents.remove(&id) {
+            let known = inner.live.contains_key(&id) || inner.ended.contains_key(&id);
+            return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
+        }
+        let ended = inner.ended.remove(&id).expect("an incident is kept");
+        let record = ended.record;
+        inner.live.insert(
+            id,
+            Live {
+                topic: record.topic,
+                input: ended.input.unwrap_or_default(),
+                policy: record.policy,
+                attempt: 1,
+                enqueued_at: record.enqueued_at,
+                state: JobState::Terminal,
+                not_before: None,
+                lock: None,
+                last_fault: record.last_fault,
+                cancel_requested: false,
+            },
+        );
+        inner.arm(id, None, now);
+        Ok(RetryIncidentResult::Requeued)
+    }
+
+    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
+        Ok(self.lock().record(id))
+    }
+
+    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
+        let inner = self.lock();
+        let mut ids: Vec<JobId> = inner.live.keys().chain(inner.ended.keys()).copied().collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(ids
+            .into_iter()
+            .filter_map(|id| inner.record(id))
+            .filter(|r| filter.topic.as_ref().is_none_or(|t| &r.topic == t))
+            .filter(|r| filter.state.is_none_or(|s| r.state == s))
+            .take(filter.limit.unwrap_or(100))
+            .collect())
+    }
+
+    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
+        let inner = self.lock();
+        Ok(inner.incidents.iter().filter_map(|id| inner.record(*id)).collect())
+    }
+
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
+        let inner = self.lock();
+        let start = inner.log.partition_point(|o| o.seq <= after);
+        Ok(inner.log.iter().skip(start).take(limit).cloned().collect())
+    }
+
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
+        let inner = self.lock();
+        let mut depths: Vec<_> = inner.depths.iter().map(|(t, d)| (t.clone(), *d)).collect();
+        depths.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(depths)
+    }
+}

@@ -1,0 +1,253 @@
+//! Worker pools: threads that fetch a topic's jobs, run each (in the
+//! sandbox, or a native handler), and report. Wasm runs on these threads,
+//! never on an async runtime, so a guest spinning to its deadline holds up
+//! nothing but its own worker.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+
+use crate::dispatch::{Dispatcher, JobResult};
+use crate::fault::{Fault, codes};
+use crate::plugin::Plugin;
+use crate::sandbox::{CancelToken, Job, Limits, RunEnding, Sandbox};
+use crate::store::LockedJob;
+
+/// What a handler made of one job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handled {
+    /// The raw result.
+    pub result: JobResult,
+    /// The version (plugin digest) that ran it, if any.
+    pub plugin_version: Option<String>,
+    /// The reserved code when the run was killed at a limit or trapped.
+    pub killed: Option<&'static str>,
+}
+
+/// Runs one job. Implemented by [`WasmHandler`]; a native implementation
+/// runs the same pipeline without a sandbox (benchmarks, tests).
+pub trait Handler: Send + Sync + 'static {
+    /// Runs `job`; `cancel` is set when the job's owner cancels it.
+    fn handle(&self, job: &LockedJob, cancel: &CancelToken) -> Handled;
+}
+
+/// Runs jobs on a topic's current plugin in the sandbox. The plugin can be
+/// swapped while jobs run: each job runs start to end on the version it
+/// started with.
+#[derive(Debug)]
+pub struct WasmHandler {
+    sandbox: Sandbox,
+    plugin: ArcSwap<Plugin>,
+    limits: Limits,
+}
+
+impl WasmHandler {
+    /// A handler running `plugin` with `limits`.
+    pub fn new(sandbox: Sandbox, plugin: Plugin, limits: Limits) -> Self {
+        Self { sandbox, plugin: ArcSwap::from_pointee(plugin), limits }
+    }
+
+    /// The plugin new jobs run on.
+    pub fn plugin(&self) -> Arc<Plugin> {
+        self.plugin.load_full()
+    }
+
+    /// Makes `plugin` the version new jobs run on.
+    pub fn swap(&self, plugin: Plugin) -> Arc<Plugin> {
+        self.plugin.swap(Arc::new(plugin))
+    }
+
+    /// The limits jobs run with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+impl Handler for WasmHandler {
+    fn handle(&self, job: &LockedJob, cancel: &CancelToken) -> Handled {
+        let plugin = self.plugin.load_full();
+        let wit_job =
+            Job { id: job.id().to_string(), topic: job.topic.clone(), attempt: job.attempt, input: job.input.clone() };
+        let version = Some(plugin.digest().to_owned());
+        let execution = match self.sandbox.execute(&plugin, &wit_job, &self.limits, Some(cancel)) {
+            Ok(execution) => execution,
+            Err(error) => {
+                let fault = Fault::json(codes::TRAP, &serde_json::json!({ "message": error.to_string() }));
+                return Handled { result: JobResult::Fault(fault), plugin_version: version, killed: Some(codes::TRAP) };
+            }
+        };
+        let (result, killed) = match execution.ending {
+            RunEnding::Returned(output) => (JobResult::Output(output), None),
+            RunEnding::Fault(fault) => (JobResult::Fault(fault), None),
+            RunEnding::Killed(kill) => (JobResult::Fault(kill.to_fault(execution.elapsed)), Some(kill.code())),
+            RunEnding::Cancelled => (JobResult::Cancelled, None),
+        };
+        Handled { result, plugin_version: version, killed }
+    }
+}
+
+/// How a topic's pool runs. `PoolConfig::default()` gives:
+///
+/// - `workers`: the number of CPU cores;
+/// - `fetch_batch`: 1 job per fetch;
+/// - `poll`: 1 s long-poll per fetch;
+/// - `lock_duration`: 60 s (set it above the topic's deadline times
+///   `fetch_batch`: a lock that expires while its job runs costs an attempt).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Worker threads.
+    pub workers: usize,
+    /// Jobs locked per fetch.
+    pub fetch_batch: usize,
+    /// How long one fetch waits for a job.
+    pub poll: Duration,
+    /// How long a fetched job stays locked.
+    pub lock_duration: Duration,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        Self {
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            fetch_batch: 1,
+            poll: Duration::from_secs(1),
+            lock_duration: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The worker threads of one topic.
+#[derive(Debug)]
+pub struct WorkerPool {
+    topic: String,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    dispatcher: Arc<Dispatcher>,
+}
+
+impl WorkerPool {
+    /// Starts `config.workers` threads running `topic`'s jobs on `handler`.
+    ///
+    /// # Errors
+    ///
+    /// When a thread cannot be spawned.
+    pub fn start(
+        dispatcher: Arc<Dispatcher>,
+        topic: &str,
+        handler: Arc<dyn Handler>,
+        config: &PoolConfig,
+    ) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..config.workers.max(1))
+            .map(|i| {
+                let worker = Worker {
+                    name: format!("{topic}-{i}-{}", std::process::id()),
+                    topics: vec![topic.to_owned()],
+                    dispatcher: dispatcher.clone(),
+                    handler: handler.clone(),
+                    config: config.clone(),
+                    stop: stop.clone(),
+                };
+                std::thread::Builder::new().name(format!("husk-{topic}-{i}")).spawn(move || worker.run())
+            })
+            .collect::<std::io::Result<_>>()?;
+        Ok(Self { topic: topic.to_owned(), stop, threads, dispatcher })
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Stops fetching, lets each worker finish the jobs it holds, and joins
+    /// the threads.
+    pub fn stop(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.dispatcher.wake_fetchers();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+struct Worker {
+    name: String,
+    topics: Vec<String>,
+    dispatcher: Arc<Dispatcher>,
+    handler: Arc<dyn Handler>,
+    config: PoolConfig,
+    stop: Arc<AtomicBool>,
+}
+
+impl Worker {
+    fn run(self) {
+        let mut store_failures = 0u32;
+        while !self.stop.load(Ordering::Acquire) {
+            let fetched = self.dispatcher.fetch(
+                &self.name,
+                &self.topics,
+                self.config.fetch_batch,
+                self.config.lock_duration,
+                self.config.poll,
+                &self.stop,
+            );
+            let jobs = match fetched {
+                Ok(jobs) => {
+                    store_failures = 0;
+                    jobs
+                }
+                Err(error) => {
+                    store_failures = (store_failures + 1).min(6);
+                    tracing::error!(worker = %self.name, %error, "fetch failed; backing off");
+                    std::thread::sleep(Duration::from_millis(50 << store_failures));
+                    continue;
+                }
+            };
+            let mut guards = Vec::with_capacity(jobs.len());
+            let mut reports = Vec::with_capacity(jobs.len());
+            for job in &jobs {
+                let guard = self.dispatcher.running(job.id());
+                let span = tracing::debug_span!("job", job.id = %job.id(), topic = %job.topic, attempt = job.attempt);
+                let handled = span.in_scope(|| self.run_one(job, guard.token()));
+                if let Some(code) = handled.killed {
+                    self.dispatcher.count_kill(code);
+                }
+                reports.push((job.lock, self.dispatcher.judge(job, handled.result, handled.plugin_version.as_deref())));
+                guards.push(guard);
+            }
+            if let Err(error) = self.dispatcher.submit(reports) {
+                tracing::error!(worker = %self.name, %error, "report failed; the jobs' locks will expire and be retried");
+            }
+            drop(guards);
+        }
+    }
+
+    /// Runs one job; a panicking handler is a trap of that job, never the
+    /// end of the worker.
+    fn run_one(&self, job: &LockedJob, cancel: &CancelToken) -> Handled {
+        catch_unwind(AssertUnwindSafe(|| self.handler.handle(job, cancel))).unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "handler panicked".to_owned());
+            tracing::error!(job.id = %job.id(), %message, "handler panicked");
+            let fault = Fault::json(codes::TRAP, &serde_json::json!({ "message": message }));
+            Handled { result: JobResult::Fault(fault), plugin_version: None, killed: Some(codes::TRAP) }
+        })
+    }
+}

@@ -1,0 +1,373 @@
+//! The dispatcher's semantics (SRD-038 §6 ported to husk), on the in-memory
+//! store with a manual clock: no sleeps, time moves when the test says so.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use husk_host::classify::Classification;
+use husk_host::clock::Clock;
+use husk_host::dispatch::{JobResult, TopicPolicy};
+use husk_host::fault::{Fault, codes};
+use husk_host::outcome::Outcome;
+use husk_host::retry::RetryPolicySpec;
+use husk_host::store::{CancelResult, JobState, Report, Reported, RetryIncidentResult};
+use serde_json::json;
+
+use crate::rig::{LOCK, Rig, rules};
+
+fn fixed(max_attempts: u32, secs: u64) -> RetryPolicySpec {
+    RetryPolicySpec::Fixed { max_attempts, delay: Duration::from_secs(secs) }
+}
+
+fn payments_mapper() -> husk_host::classify::ErrorMapper {
+    rules(json!([
+        { "code": "payment.declined", "pointer": "/reason", "classify_as": "business-error" },
+        { "code": "account.*", "pointer": "/status", "classify_as": "business-status" },
+        { "code": "validation.*", "classify_as": "technical-non-retryable", "message": "bad request" },
+    ]))
+}
+
+fn payments_rig(retry: RetryPolicySpec) -> Rig {
+    let rig = Rig::new(None);
+    rig.dispatcher.set_topic("payments", TopicPolicy { retry: Some(retry), mapper: Some(payments_mapper()) });
+    rig
+}
+
+#[test]
+fn raw_fault_classified_to_business_error_is_delivered_terminal() {
+    let rig = payments_rig(fixed(5, 1));
+    let id = rig.enqueue("payments");
+    let job = rig.fetch_one("payments");
+    let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
+    assert!(matches!(rig.dispatcher.report(&job, JobResult::Fault(fault), None).unwrap(), Reported::Ended(_)));
+    assert_eq!(
+        rig.outcome_of(id),
+        Outcome::BusinessError { code: "insufficient-funds".into(), message: "fault payment.declined".into() }
+    );
+    assert_eq!(rig.dispatcher.totals().retries, 0);
+}
+
+#[test]
+fn raw_fault_classified_to_business_status_is_delivered_terminal() {
+    let rig = payments_rig(fixed(5, 1));
+    let id = rig.enqueue("payments");
+    let job = rig.fetch_one("payments");
+    let fault = Fault::json("account.frozen", &json!({ "status": "frozen" }));
+    rig.dispatcher.report(&job, JobResult::Fault(fault), None).unwrap();
+    assert_eq!(rig.outcome_of(id), Outcome::BusinessStatus { value: "frozen".into() });
+}
+
+#[test]
+fn unmatched_fault_is_technical_and_retried() {
+    let rig = payments_rig(fixed(5, 1));
+    let id = rig.enqueue("payments");
+    let job = rig.fetch_one("payments");
+    assert_eq!(rig.fail(&job, "http.503"), Reported::ReArmed);
+    assert!(rig.outcomes_of(id).is_empty(), "a retried attempt never reaches the sink");
+    let record = rig.get(id);
+    assert_eq!((record.state, record.attempt), (JobState::Gated, 2));
+    assert_eq!(record.last_fault.unwrap().code, "http.503");
+}
+
+#[test]
+fn technical_non_retryable_fails_at_once() {
+    let rig = payments_rig(fixed(5, 1));
+    let id = rig.enqueue("payments");
+    let job = rig.fetch_one("payments");
+    rig.fail(&job, "validation.missing-amount");
+    match rig.outcome_of(id) {
+        Outcome::Failed { attempts, diagnostic, .. } => assert_eq!((attempts, diagnostic.as_str()), (1, "bad request")),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
+
+#[test]
+fn no_mapper_means_technical() {
+    let rig = Rig::with_topic(fixed(2, 1));
+    rig.enqueue("t");
+    let job = rig.fetch_one("t");
+    let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
+    let report = rig.dispatcher.judge(&job, JobResult::Fault(fault), None);
+    assert!(matches!(report, Report::ReArm { .. }), "{report:?}");
+}
+
+#[test]
+fn host_reserved_codes_go_through_the_mapper() {
+    let rig = Rig::new(None);
+    let mapper = rules(json!([{ "code": "husk.timeout", "classify_as": "business-status", "status": "too-slow" }]));
+    rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 1)), mapper: Some(mapper) });
+    let id = rig.enqueue("t");
+    let job = rig.fetch_one("t");
+    rig.fail(&job, codes::TIMEOUT);
+    assert_eq!(rig.outcome_of(id), Outcome::BusinessStatus { value: "too-slow".into() });
+}
+
+#[test]
+fn two_level_policy_is_resolved_at_enqueue_and_stored() {
+    let engine_default = fixed(7, 2);
+    let topic_policy = fixed(4, 9);
+    let rig = Rig::new(Some(engine_default));
+    rig.dispatcher.set_topic("own", TopicPolicy { retry: Some(topic_policy), mapper: None });
+    rig.dispatcher.set_topic("inherits", TopicPolicy::default());
+    assert_eq!(rig.get(rig.enqueue("own")).policy, topic_policy);
+    assert_eq!(rig.get(rig.enqueue("inherits")).policy, engine_default);
+
+    let bare = Rig::new(None);
+    bare.dispatcher.set_topic("t", TopicPolicy::default());
+    assert_eq!(bare.get(bare.enqueue("t")).policy, RetryPolicySpec::default());
+    assert_eq!(RetryPolicySpec::default().max_attempts(), 3);
+}
+
+#[test]
+fn unknown_topic_is_refused_and_nothing_is_enqueued() {
+    let rig = Rig::with_topic(fixed(2, 1));
+    assert!(rig.dispatcher.enqueue("nope", b"{}".to_vec()).is_err());
+    assert_eq!(rig.dispatcher.totals().enqueued, 0);
+    assert!(rig.dispatcher.store().list(&Default::default()).unwrap().is_empty());
+}
+
+#[test]
+fn sink_sees_one_terminal_outcome_per_job_never_a_retried_attempt() {
+    let rig = Rig::with_topic(fixed(3, 1));
+    let id = rig.enqueue("t");
+    for _ in 0..2 {
+        let job = rig.fetch_one("t");
+        assert_eq!(rig.fail(&job, "flaky"), Reported::ReArmed);
+        assert!(rig.sink.is_empty());
+        rig.clock.advance(Duration::from_secs(1));
+    }
+    let job = rig.fetch_one("t");
+    assert_eq!(job.attempt, 3);
+    rig.complete(&job);
+    assert_eq!(rig.sink.len(), 1);
+    assert!(matches!(rig.outcome_of(id), Outcome::Completed { .. }));
+    let outcome = &rig.outcomes_of(id)[0];
+    assert_eq!(outcome.attempts, 3);
+    assert_eq!(rig.dispatcher.totals().retries, 2);
+}
+
+#[test]
+fn technical_fault_re_arms_and_is_refetched_only_after_not_before() {
+    let rig = Rig::with_topic(fixed(3, 10));
+    let id = rig.enqueue("t");
+    let job = rig.fetch_one("t");
+    rig.fail(&job, "flaky");
+    assert!(rig.fetch("t", 10).is_empty());
+    rig.clock.advance(Duration::from_secs(9));
+    assert!(rig.fetch("t", 10).is_empty(), "fetched before its gate");
+    rig.clock.advance(Duration::from_secs(1));
+    let again = rig.fetch_one("t");
+    assert_eq!((again.id(), again.attempt), (id, 2));
+}
+
+#[test]
+fn a_waiting_fetch_wakes_at_the_nearest_gate() {
+    let rig = Rig::with_topic(fixed(3, 10));
+    rig.dispatcher.set_topic("later", TopicPolicy { retry: Some(fixed(3, 20)), mapper: None });
+    let near = rig.enqueue("t");
+    rig.enqueue("later");
+    let job = rig.fetch_one("t");
+    rig.fail(&job, "flaky");
+    let later = rig.fetch_one("later");
+    rig.fail(&later, "flaky");
+    let store_view = rig
+        .dispatcher
+        .store()
+        .fetch_and_lock(
+            husk_host::store::FetchRequest { worker: "peek", topics: &[], max: 0, lock_duration: LOCK },
+            rig.clock.now(),
+        )
+        .unwrap();
+    assert_eq!(store_view.next_wake, Some(rig.clock.now() + Duration::from_secs(10)), "the nearest gate");
+
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let jobs = rig.dispatcher.fetch("w", &["t".to_owned()], 1, LOCK, Duration::from_secs(3600), &rig.stop);
+            tx.send(jobs.unwrap()).unwrap();
+        });
+        rig.clock.advance(Duration::from_secs(9));
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "woke before the gate");
+        rig.clock.advance(Duration::from_secs(1));
+        let jobs = rx.recv_timeout(Duration::from_secs(30)).expect("woken at the gate");
+        assert_eq!(jobs.iter().map(|j| j.id()).collect::<Vec<_>>(), vec![near]);
+    });
+}
+
+#[test]
+fn a_waiting_fetch_wakes_on_enqueue() {
+    let rig = Rig::with_topic(fixed(3, 10));
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let jobs = rig.dispatcher.fetch("w", &["t".to_owned()], 1, LOCK, Duration::from_secs(3600), &rig.stop);
+            tx.send(jobs.unwrap()).unwrap();
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
+        let id = rig.enqueue("t");
+        let jobs = rx.recv_timeout(Duration::from_secs(30)).expect("woken by the enqueue");
+        assert_eq!(jobs[0].id(), id);
+    });
+}
+
+#[test]
+fn exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault() {
+    let rig = Rig::with_topic(fixed(3, 1));
+    let id = rig.enqueue("t");
+    for attempt in 1..=3 {
+        let job = rig.fetch_one("t");
+        assert_eq!(job.attempt, attempt);
+        rig.dispatcher
+            .report(&job, JobResult::Fault(Fault::new("boom", format!("attempt {attempt}"))), Some("digest-1"))
+            .unwrap();
+        rig.clock.advance(Duration::from_secs(1));
+    }
+    match rig.outcome_of(id) {
+        Outcome::Failed { topic, attempts, last_fault, plugin_version, .. } => {
+            assert_eq!(topic, "t");
+            assert_eq!(attempts, 3);
+            assert_eq!(last_fault, Fault::new("boom", "attempt 3"));
+            assert_eq!(plugin_version.as_deref(), Some("digest-1"));
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    let incidents = rig.dispatcher.store().incidents().unwrap();
+    assert_eq!(incidents.iter().map(|r| r.id).collect::<Vec<_>>(), vec![id]);
+
+    // Retrying the incident re-arms it with a fresh attempt budget.
+    assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::Requeued);
+    assert!(rig.dispatcher.store().incidents().unwrap().is_empty());
+    assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::NotAnIncident);
+    let job = rig.fetch_one("t");
+    assert_eq!(job.attempt, 1);
+    assert_eq!(rig.fail(&job, "boom"), Reported::ReArmed, "a fresh budget of 3 attempts");
+}
+
+#[test]
+fn business_outcomes_are_never_retried() {
+    let rig = payments_rig(fixed(5, 1));
+    for code in ["payment.declined", "account.frozen"] {
+        let id = rig.enqueue("payments");
+        let job = rig.fetch_one("payments");
+        let fault = Fault::json(code, &json!({ "reason": "r", "status": "s" }));
+        assert!(matches!(rig.dispatcher.report(&job, JobResult::Fault(fault), None).unwrap(), Reported::Ended(_)));
+        assert_eq!(rig.outcomes_of(id).len(), 1);
+    }
+    assert_eq!(rig.dispatcher.totals().retries, 0);
+    rig.clock.advance(Duration::from_secs(3600));
+    assert!(rig.fetch("payments", 10).is_empty());
+}
+
+#[test]
+fn a_report_after_lock_expiry_is_dropped() {
+    let rig = Rig::with_topic(fixed(3, 0));
+    let id = rig.enqueue("t");
+    let job = rig.fetch_one("t");
+    rig.clock.advance(LOCK);
+    assert_eq!(rig.complete(&job), Reported::LockLost);
+    assert_eq!(rig.fail(&job, "late"), Reported::LockLost);
+    assert!(rig.sink.is_empty());
+    assert_eq!(rig.dispatcher.totals().reports_dropped, 2);
+    let again = rig.fetch_one("t");
+    assert_eq!((again.id(), again.attempt), (id, 2));
+    assert_eq!(rig.get(id).last_fault.unwrap().code, codes::LOCK_EXPIRED);
+    // The old holder cannot report over the new one.
+    assert_eq!(rig.complete(&job), Reported::LockLost);
+    assert!(matches!(rig.complete(&again), Reported::Ended(_)));
+    assert_eq!(rig.outcomes_of(id).len(), 1);
+}
+
+#[test]
+fn lock_expiry_counts_as_an_attempt() {
+    let rig = Rig::with_topic(fixed(2, 0));
+    let id = rig.enqueue("t");
+    let first = rig.fetch_one("t");
+    assert_eq!(first.attempt, 1);
+    rig.clock.advance(LOCK);
+    let second = rig.fetch_one("t");
+    assert_eq!(second.attempt, 2);
+    rig.clock.advance(LOCK);
+    assert!(rig.fetch("t", 10).is_empty(), "a poison job is not retried forever");
+    match rig.outcome_of(id) {
+        Outcome::Failed { attempts, last_fault, .. } => {
+            assert_eq!(attempts, 2);
+            assert_eq!(last_fault.code, codes::LOCK_EXPIRED);
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
+
+#[test]
+fn extending_a_lock_keeps_the_job() {
+    let rig = Rig::with_topic(fixed(2, 0));
+    let id = rig.enqueue("t");
+    let job = rig.fetch_one("t");
+    let now = rig.clock.now();
+    assert!(rig.dispatcher.store().extend_lock(job.lock, now + 2 * LOCK, now).unwrap());
+    rig.clock.advance(LOCK + Duration::from_secs(1));
+    assert!(rig.fetch("t", 1).is_empty(), "the extended lock still holds");
+    assert!(matches!(rig.complete(&job), Reported::Ended(_)));
+    assert_eq!(rig.outcomes_of(id).len(), 1);
+}
+
+#[test]
+fn cancelling_a_queued_and_a_gated_job_ends_it_once() {
+    let rig = Rig::with_topic(fixed(3, 10));
+    let queued = rig.enqueue("t");
+    assert!(matches!(rig.dispatcher.cancel(queued).unwrap(), CancelResult::Cancelled(_)));
+    assert_eq!(rig.outcome_of(queued), Outcome::Cancelled);
+    assert_eq!(rig.dispatcher.cancel(queued).unwrap(), CancelResult::AlreadyEnded);
+
+    let gated = rig.enqueue("t");
+    let job = rig.fetch_one("t");
+    rig.fail(&job, "flaky");
+    assert_eq!(rig.get(gated).state, JobState::Gated);
+    assert!(matches!(rig.dispatcher.cancel(gated).unwrap(), CancelResult::Cancelled(_)));
+    rig.clock.advance(Duration::from_secs(60));
+    assert!(rig.fetch("t", 10).is_empty());
+    assert_eq!(rig.outcome_of(gated), Outcome::Cancelled);
+    assert_eq!(rig.outcomes_of(gated)[0].attempts, 1);
+}
+
+#[test]
+fn cancelling_a_running_job_ends_it_cancelled_whatever_it_reports() {
+    let rig = Rig::with_topic(fixed(3, 10));
+    let id = rig.enqueue("t");
+    let job = rig.fetch_one("t");
+    let guard = rig.dispatcher.running(id);
+    assert!(!guard.token().is_cancelled());
+    assert_eq!(rig.dispatcher.cancel(id).unwrap(), CancelResult::Cancelling);
+    assert!(guard.token().is_cancelled(), "the running job's token is cancelled");
+    rig.complete(&job);
+    drop(guard);
+    assert_eq!(rig.outcome_of(id), Outcome::Cancelled);
+}
+
+#[test]
+fn a_cancel_racing_ahead_of_registration_still_reaches_the_job() {
+    let rig = Rig::with_topic(fixed(3, 10));
+    let id = rig.enqueue("t");
+    let _job = rig.fetch_one("t");
+    assert_eq!(rig.dispatcher.cancel(id).unwrap(), CancelResult::Cancelling);
+    let guard = rig.dispatcher.running(id);
+    assert!(guard.token().is_cancelled());
+}
+
+#[test]
+fn status_reads_come_from_the_published_snapshot() {
+    let rig = Rig::with_topic(fixed(3, 10));
+    rig.enqueue("t");
+    rig.enqueue("t");
+    let before = rig.dispatcher.snapshot();
+    assert_eq!(before.totals.enqueued, 0, "not published yet");
+    let published = rig.dispatcher.publish_snapshot().unwrap();
+    assert_eq!(published.totals.enqueued, 2);
+    assert_eq!(published.depths["t"].queued, 2);
+    assert_eq!(*rig.dispatcher.snapshot(), *published);
+}
+
+#[test]
+fn classification_converts_from_the_contract() {
+    let c: Classification = husk_host::bindings::Classification::BusinessStatus("s".into()).into();
+    assert_eq!(c, Classification::BusinessStatus { value: "s".into() });
+}
