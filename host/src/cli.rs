@@ -134,10 +134,10 @@ fn parse_world(s: &str) -> Result<World, String> {
 }
 
 /// Installs the `tracing` subscriber: human-readable, to stderr, filtered by
-/// `RUST_LOG` (default: `info`).
-pub fn init_tracing() {
+/// `RUST_LOG` (default: `default`, e.g. `info`).
+pub fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -146,6 +146,15 @@ pub fn init_tracing() {
 }
 
 impl Cli {
+    /// The default log filter of the command: `husk demo` keeps guest logs
+    /// (thousands of them) out of its summary.
+    pub fn default_log_filter(&self) -> &'static str {
+        match self.command {
+            Command::Demo(_) => "warn,husk::guest=off",
+            _ => "info",
+        }
+    }
+
     /// Runs the command.
     ///
     /// # Errors
