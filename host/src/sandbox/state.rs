@@ -12,7 +12,10 @@ use crate::bindings::operation::husk::worker::{log, types};
 
 /// The data of one job's store.
 pub(crate) struct JobState {
-    wasi: WasiCtx,
+    /// Built on the guest's first WASI call: most jobs make none, and
+    /// building a context (random state, stdio streams) is a measurable part
+    /// of a small job's cost.
+    wasi: Option<WasiCtx>,
     table: ResourceTable,
     pub(crate) log: JobLog,
     pub(crate) limiter: JobLimiter,
@@ -20,17 +23,18 @@ pub(crate) struct JobState {
 
 impl JobState {
     pub(crate) fn new(log: JobLog, limiter: JobLimiter) -> Self {
-        // No preopened directories, no environment, no arguments, stdin
-        // closed, no network (sockets are denied by default); stdout and
-        // stderr go to the job's log.
-        let wasi = WasiCtx::builder().stdout(log.stdout()).stderr(log.stderr()).build();
-        Self { wasi, table: ResourceTable::new(), log, limiter }
+        Self { wasi: None, table: ResourceTable::new(), log, limiter }
     }
 }
 
 impl WasiView for JobState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        // No preopened directories, no environment, no arguments, stdin
+        // closed, no network (sockets are denied by default); stdout and
+        // stderr go to the job's log.
+        let log = &self.log;
+        let ctx = self.wasi.get_or_insert_with(|| WasiCtx::builder().stdout(log.stdout()).stderr(log.stderr()).build());
+        WasiCtxView { ctx, table: &mut self.table }
     }
 }
 
