@@ -15,6 +15,7 @@ mod plugin;
 mod pool;
 mod retry;
 mod rig;
+mod store;
 mod support;
 mod support_sink;
 mod timeout;

@@ -2,10 +2,11 @@
 //! queues per topic, gates and lock expiries ordered by time) and a bounded
 //! log of terminal outcomes. Fast, and gone when the process ends.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::time::SystemTime;
 
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::json;
 
 use super::{
@@ -71,11 +72,20 @@ struct HeldLock {
     expires_at: SystemTime,
 }
 
+/// A job that ended. Its outcome lives in the log (one copy); an incident
+/// keeps its own, and its input, so it outlives the log and can be retried.
 #[derive(Debug)]
 struct Ended {
+    /// The job as it ended, without its outcome.
     record: JobRecord,
-    /// Kept for incidents only, so they can be retried.
-    input: Option<Vec<u8>>,
+    seq: u64,
+    incident: Option<Incident>,
+}
+
+#[derive(Debug)]
+struct Incident {
+    input: Vec<u8>,
+    outcome: TerminalOutcome,
 }
 
 impl MemoryStore {
@@ -120,7 +130,10 @@ impl Live {
 
 impl Inner {
     fn depth(&mut self, topic: &str) -> &mut Depth {
-        self.depths.entry(topic.to_owned()).or_default()
+        if !self.depths.contains_key(topic) {
+            self.depths.insert(topic.to_owned(), Depth::default());
+        }
+        self.depths.get_mut(topic).expect("inserted above")
     }
 
     fn count(&mut self, topic: &str, state: JobState, delta: i64) {
@@ -186,22 +199,21 @@ impl Inner {
             finished_at: now,
             outcome,
         };
-        let is_incident = matches!(terminal.outcome, Outcome::Failed { .. });
         let mut record = job.record(id);
         record.state = JobState::Terminal;
         record.attempt = terminal.attempts;
         record.not_before = None;
         record.lock = None;
-        record.outcome = Some(terminal.clone());
-        if is_incident {
+        let incident = matches!(terminal.outcome, Outcome::Failed { .. })
+            .then(|| Incident { input: job.input, outcome: terminal.clone() });
+        if incident.is_some() {
             self.incidents.insert(id);
         }
-        self.ended.insert(id, Ended { record, input: is_incident.then_some(job.input) });
+        self.ended.insert(id, Ended { record, seq: terminal.seq, incident });
         self.log.push_back(terminal.clone());
         while self.log.len() > retained {
             if let Some(old) = self.log.pop_front()
-                && !self.incidents.contains(&old.job_id)
-                && self.ended.get(&old.job_id).and_then(|e| e.record.outcome.as_ref()).map(|o| o.seq) == Some(old.seq)
+                && self.ended.get(&old.job_id).is_some_and(|e| e.seq == old.seq && e.incident.is_none())
             {
                 self.ended.remove(&old.job_id);
             }
@@ -277,10 +289,16 @@ impl Inner {
     }
 
     fn record(&self, id: JobId) -> Option<JobRecord> {
-        match self.live.get(&id) {
-            Some(job) => Some(job.record(id)),
-            None => self.ended.get(&id).map(|e| e.record.clone()),
+        if let Some(job) = self.live.get(&id) {
+            return Some(job.record(id));
         }
+        let ended = self.ended.get(&id)?;
+        let mut record = ended.record.clone();
+        record.outcome = match &ended.incident {
+            Some(incident) => Some(incident.outcome.clone()),
+            None => self.log.binary_search_by_key(&ended.seq, |o| o.seq).ok().map(|i| self.log[i].clone()),
+        };
+        Some(record)
     }
 }
 
@@ -422,12 +440,12 @@ impl JobStore for MemoryStore {
             return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
         }
         let ended = inner.ended.remove(&id).expect("an incident is kept");
-        let record = ended.record;
+        let (record, incident) = (ended.record, ended.incident.expect("an incident keeps its input"));
         inner.live.insert(
             id,
             Live {
                 topic: record.topic,
-                input: ended.input.unwrap_or_default(),
+                input: incident.input,
                 policy: record.policy,
                 attempt: 1,
                 enqueued_at: record.enqueued_at,
