@@ -58,9 +58,17 @@ fn exponential_jitter_stays_within_half_and_all_of_the_backoff() {
 
 #[test]
 fn default_is_three_attempts_exponential_with_jitter() {
-    assert_eq!(DEFAULT_RETRY.max_attempts, 3);
-    assert!(DEFAULT_RETRY.jitter);
     let spec = RetryPolicySpec::default();
+    assert_eq!(
+        spec,
+        RetryPolicySpec::Exponential {
+            max_attempts: DEFAULT_RETRY.max_attempts,
+            base: DEFAULT_RETRY.base,
+            max: DEFAULT_RETRY.max,
+            jitter: DEFAULT_RETRY.jitter
+        }
+    );
+    assert!(matches!(spec, RetryPolicySpec::Exponential { max_attempts: 3, jitter: true, .. }));
     assert!(spec.retry(1, "x").is_some());
     assert!(spec.retry(2, "x").is_some());
     assert_eq!(spec.retry(3, "x"), None);

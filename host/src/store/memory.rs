@@ -388,13 +388,16 @@ impl JobStore for MemoryStore {
                 }
                 let job = inner.live.get_mut(&lock.job).expect("held lock, live job");
                 if job.cancel_requested {
-                    return Reported::Ended(inner.end(lock.job, Outcome::Cancelled, now, self.retained));
+                    return Reported::Ended(Box::new(inner.end(lock.job, Outcome::Cancelled, now, self.retained)));
                 }
                 match report {
-                    Report::Completed { output } => {
-                        Reported::Ended(inner.end(lock.job, Outcome::Completed { output }, now, self.retained))
-                    }
-                    Report::End(outcome) => Reported::Ended(inner.end(lock.job, outcome, now, self.retained)),
+                    Report::Completed { output } => Reported::Ended(Box::new(inner.end(
+                        lock.job,
+                        Outcome::Completed { output },
+                        now,
+                        self.retained,
+                    ))),
+                    Report::End(outcome) => Reported::Ended(Box::new(inner.end(lock.job, outcome, now, self.retained))),
                     Report::ReArm { fault, not_before } => {
                         let expires_at = job.lock.as_ref().map(|l| l.expires_at).expect("held lock");
                         job.attempt += 1;
@@ -430,7 +433,7 @@ impl JobStore for MemoryStore {
             job.cancel_requested = true;
             return Ok(CancelResult::Cancelling);
         }
-        Ok(CancelResult::Cancelled(inner.end(id, Outcome::Cancelled, now, self.retained)))
+        Ok(CancelResult::Cancelled(Box::new(inner.end(id, Outcome::Cancelled, now, self.retained))))
     }
 
     fn retry_incident(&self, id: JobId, now: SystemTime) -> Result<RetryIncidentResult, StoreError> {

@@ -204,7 +204,7 @@ pub enum Report {
 pub enum Reported {
     /// The job ended; deliver this outcome. When the owner asked to cancel
     /// the job while it ran, this is `Cancelled`, whatever was reported.
-    Ended(TerminalOutcome),
+    Ended(Box<TerminalOutcome>),
     /// The job was re-armed.
     ReArmed,
     /// The reporter no longer holds the lock (it expired, or the job was
@@ -216,7 +216,7 @@ pub enum Reported {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CancelResult {
     /// The job was queued or gated: it ended `Cancelled` now.
-    Cancelled(TerminalOutcome),
+    Cancelled(Box<TerminalOutcome>),
     /// The job is running: it will end `Cancelled` when its worker reports.
     Cancelling,
     /// The job had already ended.
