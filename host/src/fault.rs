@@ -115,10 +115,12 @@ pub mod json_bytes {
         }
     }
 
-    /// Deserializes bytes: the JSON text of the value; `null` is empty.
+    /// Deserializes bytes: the value written back as compact JSON; `null`
+    /// is empty. (Through a `serde_json::Value`, not a raw value, so that it
+    /// also works inside internally tagged enums.)
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
-        let raw = Box::<RawValue>::deserialize(deserializer)?;
-        Ok(if raw.get() == "null" { Vec::new() } else { raw.get().as_bytes().to_vec() })
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(if value.is_null() { Vec::new() } else { value.to_string().into_bytes() })
     }
 }
 

@@ -13,7 +13,7 @@ use husk_host::retry::RetryPolicySpec;
 use husk_host::store::{CancelResult, JobState, Report, Reported, RetryIncidentResult};
 use serde_json::json;
 
-use crate::rig::{LOCK, Rig, rules};
+use crate::rig::{Backend, LOCK, Rig, conformance, rules};
 
 fn fixed(max_attempts: u32, secs: u64) -> RetryPolicySpec {
     RetryPolicySpec::Fixed { max_attempts, delay: Duration::from_secs(secs) }
@@ -27,15 +27,14 @@ fn payments_mapper() -> husk_host::classify::ErrorMapper {
     ]))
 }
 
-fn payments_rig(retry: RetryPolicySpec) -> Rig {
-    let rig = Rig::new(None);
+fn payments_rig(backend: Backend, retry: RetryPolicySpec) -> Rig {
+    let rig = Rig::on(backend, None);
     rig.dispatcher.set_topic("payments", TopicPolicy { retry: Some(retry), mapper: Some(payments_mapper()) });
     rig
 }
 
-#[test]
-fn raw_fault_classified_to_business_error_is_delivered_terminal() {
-    let rig = payments_rig(fixed(5, 1));
+fn raw_fault_classified_to_business_error_is_delivered_terminal(backend: Backend) {
+    let rig = payments_rig(backend, fixed(5, 1));
     let id = rig.enqueue("payments");
     let job = rig.fetch_one("payments");
     let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
@@ -47,9 +46,8 @@ fn raw_fault_classified_to_business_error_is_delivered_terminal() {
     assert_eq!(rig.dispatcher.totals().retries, 0);
 }
 
-#[test]
-fn raw_fault_classified_to_business_status_is_delivered_terminal() {
-    let rig = payments_rig(fixed(5, 1));
+fn raw_fault_classified_to_business_status_is_delivered_terminal(backend: Backend) {
+    let rig = payments_rig(backend, fixed(5, 1));
     let id = rig.enqueue("payments");
     let job = rig.fetch_one("payments");
     let fault = Fault::json("account.frozen", &json!({ "status": "frozen" }));
@@ -57,9 +55,8 @@ fn raw_fault_classified_to_business_status_is_delivered_terminal() {
     assert_eq!(rig.outcome_of(id), Outcome::BusinessStatus { value: "frozen".into() });
 }
 
-#[test]
-fn unmatched_fault_is_technical_and_retried() {
-    let rig = payments_rig(fixed(5, 1));
+fn unmatched_fault_is_technical_and_retried(backend: Backend) {
+    let rig = payments_rig(backend, fixed(5, 1));
     let id = rig.enqueue("payments");
     let job = rig.fetch_one("payments");
     assert_eq!(rig.fail(&job, "http.503"), Reported::ReArmed);
@@ -69,9 +66,8 @@ fn unmatched_fault_is_technical_and_retried() {
     assert_eq!(record.last_fault.unwrap().code, "http.503");
 }
 
-#[test]
-fn technical_non_retryable_fails_at_once() {
-    let rig = payments_rig(fixed(5, 1));
+fn technical_non_retryable_fails_at_once(backend: Backend) {
+    let rig = payments_rig(backend, fixed(5, 1));
     let id = rig.enqueue("payments");
     let job = rig.fetch_one("payments");
     rig.fail(&job, "validation.missing-amount");
@@ -81,9 +77,8 @@ fn technical_non_retryable_fails_at_once() {
     }
 }
 
-#[test]
-fn no_mapper_means_technical() {
-    let rig = Rig::with_topic(fixed(2, 1));
+fn no_mapper_means_technical(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(2, 1));
     rig.enqueue("t");
     let job = rig.fetch_one("t");
     let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
@@ -91,9 +86,8 @@ fn no_mapper_means_technical() {
     assert!(matches!(report, Report::ReArm { .. }), "{report:?}");
 }
 
-#[test]
-fn host_reserved_codes_go_through_the_mapper() {
-    let rig = Rig::new(None);
+fn host_reserved_codes_go_through_the_mapper(backend: Backend) {
+    let rig = Rig::on(backend, None);
     let mapper = rules(json!([{ "code": "husk.timeout", "classify_as": "business-status", "status": "too-slow" }]));
     rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 1)), mapper: Some(mapper) });
     let id = rig.enqueue("t");
@@ -102,33 +96,30 @@ fn host_reserved_codes_go_through_the_mapper() {
     assert_eq!(rig.outcome_of(id), Outcome::BusinessStatus { value: "too-slow".into() });
 }
 
-#[test]
-fn two_level_policy_is_resolved_at_enqueue_and_stored() {
+fn two_level_policy_is_resolved_at_enqueue_and_stored(backend: Backend) {
     let engine_default = fixed(7, 2);
     let topic_policy = fixed(4, 9);
-    let rig = Rig::new(Some(engine_default));
+    let rig = Rig::on(backend, Some(engine_default));
     rig.dispatcher.set_topic("own", TopicPolicy { retry: Some(topic_policy), mapper: None });
     rig.dispatcher.set_topic("inherits", TopicPolicy::default());
     assert_eq!(rig.get(rig.enqueue("own")).policy, topic_policy);
     assert_eq!(rig.get(rig.enqueue("inherits")).policy, engine_default);
 
-    let bare = Rig::new(None);
+    let bare = Rig::on(backend, None);
     bare.dispatcher.set_topic("t", TopicPolicy::default());
     assert_eq!(bare.get(bare.enqueue("t")).policy, RetryPolicySpec::default());
     assert_eq!(RetryPolicySpec::default().max_attempts(), 3);
 }
 
-#[test]
-fn unknown_topic_is_refused_and_nothing_is_enqueued() {
-    let rig = Rig::with_topic(fixed(2, 1));
+fn unknown_topic_is_refused_and_nothing_is_enqueued(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(2, 1));
     assert!(rig.dispatcher.enqueue("nope", b"{}".to_vec()).is_err());
     assert_eq!(rig.dispatcher.totals().enqueued, 0);
     assert!(rig.dispatcher.store().list(&Default::default()).unwrap().is_empty());
 }
 
-#[test]
-fn sink_sees_one_terminal_outcome_per_job_never_a_retried_attempt() {
-    let rig = Rig::with_topic(fixed(3, 1));
+fn sink_sees_one_terminal_outcome_per_job_never_a_retried_attempt(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 1));
     let id = rig.enqueue("t");
     for _ in 0..2 {
         let job = rig.fetch_one("t");
@@ -146,9 +137,8 @@ fn sink_sees_one_terminal_outcome_per_job_never_a_retried_attempt() {
     assert_eq!(rig.dispatcher.totals().retries, 2);
 }
 
-#[test]
-fn technical_fault_re_arms_and_is_refetched_only_after_not_before() {
-    let rig = Rig::with_topic(fixed(3, 10));
+fn technical_fault_re_arms_and_is_refetched_only_after_not_before(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 10));
     let id = rig.enqueue("t");
     let job = rig.fetch_one("t");
     rig.fail(&job, "flaky");
@@ -160,9 +150,8 @@ fn technical_fault_re_arms_and_is_refetched_only_after_not_before() {
     assert_eq!((again.id(), again.attempt), (id, 2));
 }
 
-#[test]
-fn a_waiting_fetch_wakes_at_the_nearest_gate() {
-    let rig = Rig::with_topic(fixed(3, 10));
+fn a_waiting_fetch_wakes_at_the_nearest_gate(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 10));
     rig.dispatcher.set_topic("later", TopicPolicy { retry: Some(fixed(3, 20)), mapper: None });
     let near = rig.enqueue("t");
     rig.enqueue("later");
@@ -194,9 +183,8 @@ fn a_waiting_fetch_wakes_at_the_nearest_gate() {
     });
 }
 
-#[test]
-fn a_waiting_fetch_wakes_on_enqueue() {
-    let rig = Rig::with_topic(fixed(3, 10));
+fn a_waiting_fetch_wakes_on_enqueue(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 10));
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
         scope.spawn(|| {
@@ -210,9 +198,8 @@ fn a_waiting_fetch_wakes_on_enqueue() {
     });
 }
 
-#[test]
-fn exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault() {
-    let rig = Rig::with_topic(fixed(3, 1));
+fn exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 1));
     let id = rig.enqueue("t");
     for attempt in 1..=3 {
         let job = rig.fetch_one("t");
@@ -243,9 +230,8 @@ fn exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault() {
     assert_eq!(rig.fail(&job, "boom"), Reported::ReArmed, "a fresh budget of 3 attempts");
 }
 
-#[test]
-fn business_outcomes_are_never_retried() {
-    let rig = payments_rig(fixed(5, 1));
+fn business_outcomes_are_never_retried(backend: Backend) {
+    let rig = payments_rig(backend, fixed(5, 1));
     for code in ["payment.declined", "account.frozen"] {
         let id = rig.enqueue("payments");
         let job = rig.fetch_one("payments");
@@ -258,9 +244,8 @@ fn business_outcomes_are_never_retried() {
     assert!(rig.fetch("payments", 10).is_empty());
 }
 
-#[test]
-fn a_report_after_lock_expiry_is_dropped() {
-    let rig = Rig::with_topic(fixed(3, 0));
+fn a_report_after_lock_expiry_is_dropped(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 0));
     let id = rig.enqueue("t");
     let job = rig.fetch_one("t");
     rig.clock.advance(LOCK);
@@ -277,9 +262,8 @@ fn a_report_after_lock_expiry_is_dropped() {
     assert_eq!(rig.outcomes_of(id).len(), 1);
 }
 
-#[test]
-fn lock_expiry_counts_as_an_attempt() {
-    let rig = Rig::with_topic(fixed(2, 0));
+fn lock_expiry_counts_as_an_attempt(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(2, 0));
     let id = rig.enqueue("t");
     let first = rig.fetch_one("t");
     assert_eq!(first.attempt, 1);
@@ -297,9 +281,8 @@ fn lock_expiry_counts_as_an_attempt() {
     }
 }
 
-#[test]
-fn extending_a_lock_keeps_the_job() {
-    let rig = Rig::with_topic(fixed(2, 0));
+fn extending_a_lock_keeps_the_job(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(2, 0));
     let id = rig.enqueue("t");
     let job = rig.fetch_one("t");
     let now = rig.clock.now();
@@ -310,9 +293,8 @@ fn extending_a_lock_keeps_the_job() {
     assert_eq!(rig.outcomes_of(id).len(), 1);
 }
 
-#[test]
-fn cancelling_a_queued_and_a_gated_job_ends_it_once() {
-    let rig = Rig::with_topic(fixed(3, 10));
+fn cancelling_a_queued_and_a_gated_job_ends_it_once(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 10));
     let queued = rig.enqueue("t");
     assert!(matches!(rig.dispatcher.cancel(queued).unwrap(), CancelResult::Cancelled(_)));
     assert_eq!(rig.outcome_of(queued), Outcome::Cancelled);
@@ -329,9 +311,8 @@ fn cancelling_a_queued_and_a_gated_job_ends_it_once() {
     assert_eq!(rig.outcomes_of(gated)[0].attempts, 1);
 }
 
-#[test]
-fn cancelling_a_running_job_ends_it_cancelled_whatever_it_reports() {
-    let rig = Rig::with_topic(fixed(3, 10));
+fn cancelling_a_running_job_ends_it_cancelled_whatever_it_reports(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 10));
     let id = rig.enqueue("t");
     let job = rig.fetch_one("t");
     let guard = rig.dispatcher.running(id);
@@ -343,9 +324,8 @@ fn cancelling_a_running_job_ends_it_cancelled_whatever_it_reports() {
     assert_eq!(rig.outcome_of(id), Outcome::Cancelled);
 }
 
-#[test]
-fn a_cancel_racing_ahead_of_registration_still_reaches_the_job() {
-    let rig = Rig::with_topic(fixed(3, 10));
+fn a_cancel_racing_ahead_of_registration_still_reaches_the_job(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 10));
     let id = rig.enqueue("t");
     let _job = rig.fetch_one("t");
     assert_eq!(rig.dispatcher.cancel(id).unwrap(), CancelResult::Cancelling);
@@ -353,9 +333,8 @@ fn a_cancel_racing_ahead_of_registration_still_reaches_the_job() {
     assert!(guard.token().is_cancelled());
 }
 
-#[test]
-fn status_reads_come_from_the_published_snapshot() {
-    let rig = Rig::with_topic(fixed(3, 10));
+fn status_reads_come_from_the_published_snapshot(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 10));
     rig.enqueue("t");
     rig.enqueue("t");
     let before = rig.dispatcher.snapshot();
@@ -370,4 +349,28 @@ fn status_reads_come_from_the_published_snapshot() {
 fn classification_converts_from_the_contract() {
     let c: Classification = husk_host::bindings::Classification::BusinessStatus("s".into()).into();
     assert_eq!(c, Classification::BusinessStatus { value: "s".into() });
+}
+
+conformance! {
+    raw_fault_classified_to_business_error_is_delivered_terminal,
+    raw_fault_classified_to_business_status_is_delivered_terminal,
+    unmatched_fault_is_technical_and_retried,
+    technical_non_retryable_fails_at_once,
+    no_mapper_means_technical,
+    host_reserved_codes_go_through_the_mapper,
+    two_level_policy_is_resolved_at_enqueue_and_stored,
+    unknown_topic_is_refused_and_nothing_is_enqueued,
+    sink_sees_one_terminal_outcome_per_job_never_a_retried_attempt,
+    technical_fault_re_arms_and_is_refetched_only_after_not_before,
+    a_waiting_fetch_wakes_at_the_nearest_gate,
+    a_waiting_fetch_wakes_on_enqueue,
+    exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault,
+    business_outcomes_are_never_retried,
+    a_report_after_lock_expiry_is_dropped,
+    lock_expiry_counts_as_an_attempt,
+    extending_a_lock_keeps_the_job,
+    cancelling_a_queued_and_a_gated_job_ends_it_once,
+    cancelling_a_running_job_ends_it_cancelled_whatever_it_reports,
+    a_cancel_racing_ahead_of_registration_still_reaches_the_job,
+    status_reads_come_from_the_published_snapshot,
 }

@@ -12,7 +12,7 @@ use husk_host::retry::RetryPolicySpec;
 use husk_host::store::{JobId, LockedJob};
 use proptest::prelude::*;
 
-use crate::rig::{LOCK, Rig};
+use crate::rig::{Backend, LOCK, Rig};
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -40,66 +40,87 @@ fn result(kind: u8) -> JobResult {
     }
 }
 
+/// The property, on one backend.
+fn check(backend: Backend, jobs: usize, max_attempts: u32, delay: u64, steps: Vec<Step>) -> Result<(), TestCaseError> {
+    let rig = Rig::on(backend, None);
+    let mapper = crate::rig::rules(serde_json::json!([{ "code": "business", "classify_as": "business-error" }]));
+    let retry = RetryPolicySpec::Fixed { max_attempts, delay: Duration::from_secs(delay) };
+    rig.dispatcher.set_topic("t", husk_host::dispatch::TopicPolicy { retry: Some(retry), mapper: Some(mapper) });
+    let ids: Vec<JobId> = (0..jobs).map(|_| rig.enqueue("t")).collect();
+    let mut held: Vec<LockedJob> = Vec::new();
+    let mut attempts_seen: HashMap<JobId, u32> = HashMap::new();
+    let mut record = |job: &LockedJob| {
+        let seen = attempts_seen.entry(job.id()).or_default();
+        *seen = (*seen).max(job.attempt);
+    };
+    for step in steps {
+        match step {
+            Step::Fetch(max) => {
+                for job in rig.fetch("t", max) {
+                    record(&job);
+                    held.push(job);
+                }
+            }
+            Step::Report { held: i, result: kind } if !held.is_empty() => {
+                let job = held.remove(i % held.len());
+                rig.dispatcher.report(&job, result(kind), None).unwrap();
+            }
+            Step::Report { .. } => {}
+            Step::Advance(secs) => rig.clock.advance(Duration::from_secs(secs)),
+            Step::Cancel(i) => {
+                rig.dispatcher.cancel(ids[i % ids.len()]).unwrap();
+            }
+        }
+    }
+    // Drain: workers that always succeed, and locks left to expire.
+    for _ in 0..(4 * max_attempts as usize + 4) {
+        rig.clock.advance(LOCK + Duration::from_secs(delay));
+        for job in rig.fetch("t", 100) {
+            record(&job);
+            rig.dispatcher.report(&job, JobResult::Output(b"1".to_vec()), None).unwrap();
+        }
+    }
+    let outcomes = rig.sink.outcomes();
+    prop_assert_eq!(outcomes.len(), jobs, "one outcome per job: {:?}", outcomes);
+    for id in &ids {
+        let mine: Vec<_> = outcomes.iter().filter(|o| o.job_id == *id).collect();
+        prop_assert_eq!(mine.len(), 1);
+        prop_assert!(mine[0].attempts <= max_attempts, "{:?}", mine[0]);
+        if let Outcome::Failed { attempts, .. } = &mine[0].outcome {
+            prop_assert!(*attempts <= max_attempts);
+        }
+    }
+    for (id, attempt) in attempts_seen {
+        prop_assert!(attempt <= max_attempts, "job {} ran attempt {}", id, attempt);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_job_ends_exactly_once_within_its_attempts(
+    fn every_job_ends_exactly_once_within_its_attempts_memory(
         jobs in 1usize..8,
         max_attempts in 1u32..4,
         delay in 0u64..10,
         steps in proptest::collection::vec(step(), 0..60),
     ) {
-        let rig = Rig::new(None);
-        let mapper = crate::rig::rules(serde_json::json!([{ "code": "business", "classify_as": "business-error" }]));
-        let retry = RetryPolicySpec::Fixed { max_attempts, delay: Duration::from_secs(delay) };
-        rig.dispatcher.set_topic("t", husk_host::dispatch::TopicPolicy { retry: Some(retry), mapper: Some(mapper) });
-        let ids: Vec<JobId> = (0..jobs).map(|_| rig.enqueue("t")).collect();
-        let mut held: Vec<LockedJob> = Vec::new();
-        let mut attempts_seen: HashMap<JobId, u32> = HashMap::new();
-        let mut record = |job: &LockedJob| {
-            let seen = attempts_seen.entry(job.id()).or_default();
-            *seen = (*seen).max(job.attempt);
-        };
-        for step in steps {
-            match step {
-                Step::Fetch(max) => {
-                    for job in rig.fetch("t", max) {
-                        record(&job);
-                        held.push(job);
-                    }
-                }
-                Step::Report { held: i, result: kind } if !held.is_empty() => {
-                    let job = held.remove(i % held.len());
-                    rig.dispatcher.report(&job, result(kind), None).unwrap();
-                }
-                Step::Report { .. } => {}
-                Step::Advance(secs) => rig.clock.advance(Duration::from_secs(secs)),
-                Step::Cancel(i) => {
-                    rig.dispatcher.cancel(ids[i % ids.len()]).unwrap();
-                }
-            }
-        }
-        // Drain: workers that always succeed, and locks left to expire.
-        for _ in 0..(4 * max_attempts as usize + 4) {
-            rig.clock.advance(LOCK + Duration::from_secs(delay));
-            for job in rig.fetch("t", 100) {
-                record(&job);
-                rig.dispatcher.report(&job, JobResult::Output(b"1".to_vec()), None).unwrap();
-            }
-        }
-        let outcomes = rig.sink.outcomes();
-        prop_assert_eq!(outcomes.len(), jobs, "one outcome per job: {:?}", outcomes);
-        for id in &ids {
-            let mine: Vec<_> = outcomes.iter().filter(|o| o.job_id == *id).collect();
-            prop_assert_eq!(mine.len(), 1);
-            prop_assert!(mine[0].attempts <= max_attempts, "{:?}", mine[0]);
-            if let Outcome::Failed { attempts, .. } = &mine[0].outcome {
-                prop_assert!(*attempts <= max_attempts);
-            }
-        }
-        for (id, attempt) in attempts_seen {
-            prop_assert!(attempt <= max_attempts, "job {} ran attempt {}", id, attempt);
-        }
+        check(Backend::Memory, jobs, max_attempts, delay, steps)?;
+    }
+}
+
+proptest! {
+    // Each case opens a fresh SQLite file: fewer cases, same property.
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_job_ends_exactly_once_within_its_attempts_sqlite(
+        jobs in 1usize..8,
+        max_attempts in 1u32..4,
+        delay in 0u64..10,
+        steps in proptest::collection::vec(step(), 0..60),
+    ) {
+        check(Backend::Sqlite, jobs, max_attempts, delay, steps)?;
     }
 }

@@ -11,31 +11,67 @@ use husk_host::dispatch::{Dispatcher, JobResult, TopicPolicy};
 use husk_host::fault::Fault;
 use husk_host::outcome::{CollectingSink, Outcome, TerminalOutcome};
 use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{JobId, JobRecord, LockedJob, MemoryStore, Reported};
+use husk_host::store::{Durability, JobId, JobRecord, JobStore, LockedJob, MemoryStore, Reported, SqliteStore};
 
 /// Lock duration of every fetch in these tests.
 pub const LOCK: Duration = Duration::from_secs(30);
+
+/// A job store backend the conformance tests run against.
+#[derive(Debug, Clone, Copy)]
+pub enum Backend {
+    Memory,
+    Sqlite,
+}
+
+impl Backend {
+    /// A fresh, empty store; the directory (if any) lives as long as it.
+    pub fn store(self) -> (Arc<dyn JobStore>, Option<tempfile::TempDir>) {
+        match self {
+            Backend::Memory => (Arc::new(MemoryStore::new()), None),
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let store = SqliteStore::open(&dir.path().join("husk.db"), Durability::Normal).unwrap();
+                (Arc::new(store), Some(dir))
+            }
+        }
+    }
+}
+
+/// Generates, for each named test function taking a [`Backend`], one test
+/// per backend: `memory::name` and `sqlite::name`.
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $( #[test] fn $name() { super::$name(crate::rig::Backend::Memory) } )*
+        }
+        mod sqlite {
+            $( #[test] fn $name() { super::$name(crate::rig::Backend::Sqlite) } )*
+        }
+    };
+}
+pub(crate) use conformance;
 
 pub struct Rig {
     pub clock: ManualClock,
     pub sink: Arc<CollectingSink>,
     pub dispatcher: Arc<Dispatcher>,
     pub stop: AtomicBool,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Rig {
-    /// A rig with an engine-wide default retry policy (or none).
-    pub fn new(default_retry: Option<RetryPolicySpec>) -> Self {
+    /// A rig on `backend` with an engine-wide default retry policy (or none).
+    pub fn on(backend: Backend, default_retry: Option<RetryPolicySpec>) -> Self {
         let clock = ManualClock::new();
         let sink = Arc::new(CollectingSink::new());
-        let dispatcher =
-            Dispatcher::new(Arc::new(MemoryStore::new()), Arc::new(clock.clone()), sink.clone(), default_retry);
-        Self { clock, sink, dispatcher, stop: AtomicBool::new(false) }
+        let (store, dir) = backend.store();
+        let dispatcher = Dispatcher::new(store, Arc::new(clock.clone()), sink.clone(), default_retry);
+        Self { clock, sink, dispatcher, stop: AtomicBool::new(false), _dir: dir }
     }
 
-    /// A rig with one topic `t` using `retry` and no mapper.
-    pub fn with_topic(retry: RetryPolicySpec) -> Self {
-        let rig = Self::new(None);
+    /// A rig on `backend` with one topic `t` using `retry` and no mapper.
+    pub fn with_topic(backend: Backend, retry: RetryPolicySpec) -> Self {
+        let rig = Self::on(backend, None);
         rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(retry), mapper: None });
         rig
     }

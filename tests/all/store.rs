@@ -1,5 +1,5 @@
-//! The in-memory store's own contract: outcome log and cursor, retention,
-//! depths and listing.
+//! The store contract on every backend: outcome log and cursor, depths,
+//! listing; retention (memory) and reopening the file (SQLite).
 
 use std::time::{Duration, SystemTime};
 
@@ -7,8 +7,11 @@ use husk_host::fault::Fault;
 use husk_host::outcome::Outcome;
 use husk_host::retry::RetryPolicySpec;
 use husk_host::store::{
-    CancelResult, FetchRequest, JobId, JobState, JobStore, ListFilter, MemoryStore, NewJob, Report, Reported,
+    CancelResult, Durability, FetchRequest, JobId, JobState, JobStore, ListFilter, MemoryStore, NewJob, Report,
+    Reported, SqliteStore,
 };
+
+use crate::rig::{Backend, conformance};
 
 const T0: Duration = Duration::from_secs(1_000_000);
 
@@ -20,7 +23,7 @@ fn job(topic: &str) -> NewJob {
     NewJob { topic: topic.into(), input: b"{}".to_vec(), policy: RetryPolicySpec::None, not_before: None }
 }
 
-fn run_to_end(store: &MemoryStore, topic: &str, outcome: Outcome) -> JobId {
+fn run_to_end(store: &dyn JobStore, topic: &str, outcome: Outcome) -> JobId {
     let id = store.enqueue(vec![job(topic)], now()).unwrap()[0];
     let topics = [topic.to_owned()];
     let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
@@ -40,11 +43,11 @@ fn failed() -> Outcome {
     }
 }
 
-#[test]
-fn outcome_log_is_ordered_and_resumable_by_cursor() {
-    let store = MemoryStore::new();
+fn outcome_log_is_ordered_and_resumable_by_cursor(backend: Backend) {
+    let (store, _dir) = backend.store();
+    let store = store.as_ref();
     let ids: Vec<JobId> =
-        (0..5).map(|_| run_to_end(&store, "t", Outcome::BusinessStatus { value: "s".into() })).collect();
+        (0..5).map(|_| run_to_end(store, "t", Outcome::BusinessStatus { value: "s".into() })).collect();
     let all = store.outcomes_after(0, 100).unwrap();
     assert_eq!(all.iter().map(|o| o.job_id).collect::<Vec<_>>(), ids);
     assert!(all.windows(2).all(|w| w[0].seq < w[1].seq));
@@ -70,9 +73,8 @@ fn retention_forgets_old_outcomes_but_keeps_open_incidents() {
     assert_eq!(store.outcomes_after(0, 10).unwrap().len(), 2);
 }
 
-#[test]
-fn depths_and_listing_follow_job_states() {
-    let store = MemoryStore::new();
+fn depths_and_listing_follow_job_states(backend: Backend) {
+    let (store, _dir) = backend.store();
     let ids = store.enqueue(vec![job("a"), job("a"), job("b")], now()).unwrap();
     let gated = NewJob { not_before: Some(now() + Duration::from_secs(5)), ..job("b") };
     let gated_id = store.enqueue(vec![gated], now()).unwrap()[0];
@@ -91,4 +93,59 @@ fn depths_and_listing_follow_job_states() {
     let gated_only = store.list(&ListFilter { state: Some(JobState::Gated), ..ListFilter::default() }).unwrap();
     assert_eq!(gated_only.iter().map(|r| r.id).collect::<Vec<_>>(), vec![gated_id]);
     assert_eq!(store.list(&ListFilter { limit: Some(2), ..ListFilter::default() }).unwrap().len(), 2);
+}
+
+conformance! {
+    outcome_log_is_ordered_and_resumable_by_cursor,
+    depths_and_listing_follow_job_states,
+}
+
+#[test]
+fn sqlite_jobs_gates_locks_and_outcomes_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("husk.db");
+    let (queued, gated, running, ended);
+    {
+        let store = SqliteStore::open(&path, Durability::Normal).unwrap();
+        ended = run_to_end(&store, "t", Outcome::BusinessStatus { value: "done".into() });
+        running = store.enqueue(vec![job("t")], now()).unwrap()[0];
+        let topics = ["t".to_owned()];
+        let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
+        assert_eq!(store.fetch_and_lock(request, now()).unwrap().jobs[0].id(), running);
+        queued = store.enqueue(vec![job("t")], now()).unwrap()[0];
+        gated = store
+            .enqueue(vec![NewJob { not_before: Some(now() + Duration::from_secs(60)), ..job("t") }], now())
+            .unwrap()[0];
+    }
+    let store = SqliteStore::open(&path, Durability::Normal).unwrap();
+    let state = |id| store.get(id).unwrap().unwrap().state;
+    assert_eq!(state(queued), JobState::Queued);
+    assert_eq!(state(gated), JobState::Gated);
+    assert_eq!(state(running), JobState::Running);
+    assert_eq!(state(ended), JobState::Terminal);
+    // The lock taken before the restart expires and is reclaimed as an attempt.
+    let topics = ["t".to_owned()];
+    let request = FetchRequest { worker: "w2", topics: &topics, max: 10, lock_duration: Duration::from_secs(30) };
+    let later = now() + Duration::from_secs(31);
+    let fetched = store.fetch_and_lock(request, later).unwrap();
+    assert_eq!(fetched.ended.len(), 1, "policy None: the expired attempt is the last");
+    assert_eq!(fetched.ended[0].job_id, running);
+    assert_eq!(fetched.jobs.iter().map(|j| j.id()).collect::<Vec<_>>(), vec![queued]);
+    assert_eq!(store.outcomes_after(0, 10).unwrap().len(), 2);
+}
+
+#[test]
+fn sqlite_refuses_garbage_and_newer_schemas_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("garbage.db");
+    std::fs::write(&garbage, vec![0x42; 8192]).unwrap();
+    let error = SqliteStore::open(&garbage, Durability::Normal).unwrap_err().to_string();
+    assert!(error.contains("garbage.db") && !error.contains('\n'), "{error}");
+    assert_eq!(std::fs::read(&garbage).unwrap(), vec![0x42; 8192], "nothing changed");
+
+    let newer = dir.path().join("newer.db");
+    drop(SqliteStore::open(&newer, Durability::Normal).unwrap());
+    rusqlite::Connection::open(&newer).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();
+    let error = SqliteStore::open(&newer, Durability::Normal).unwrap_err().to_string();
+    assert!(error.contains("newer.db") && error.contains("newer husk"), "{error}");
 }

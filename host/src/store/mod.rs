@@ -10,6 +10,7 @@
 //! re-armed by its retry policy or, when that is exhausted, ended `Failed`.
 
 mod memory;
+mod sqlite;
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -17,6 +18,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 pub use memory::{DEFAULT_RETAINED_OUTCOMES, MemoryStore};
+pub use sqlite::{Durability, SCHEMA_VERSION, SqliteStore};
 
 use crate::fault::Fault;
 use crate::outcome::{Outcome, TerminalOutcome};
