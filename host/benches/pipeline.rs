@@ -1,6 +1,7 @@
 //! End-to-end throughput: N jobs of the trivial JSON transform through
 //! dispatcher + worker pool + sandbox on the in-memory store, and the same
-//! pipeline with a native Rust handler in place of the sandbox.
+//! pipeline with a native Rust handler in place of the sandbox; then the
+//! Wasm pipeline on the SQLite store.
 //!
 //! `cargo bench -p husk-host --bench pipeline [-- JOBS]` (default 200,000).
 //! Prints jobs/s for each; not a criterion bench, since one run is already
@@ -14,7 +15,7 @@ use husk_host::dispatch::JobResult;
 use husk_host::engine::EngineConfig;
 use husk_host::outcome::{Outcome, OutcomeSink, TerminalOutcome};
 use husk_host::sandbox::CancelToken;
-use husk_host::store::LockedJob;
+use husk_host::store::{Durability, JobStore, LockedJob, MemoryStore, SqliteStore};
 use husk_host::worker::{Handled, Handler};
 use husk_host::{Host, PluginSource, Topic};
 use serde::{Deserialize, Serialize};
@@ -68,10 +69,11 @@ impl Handler for NativeTransform {
     }
 }
 
-fn measure(label: &str, topic: Topic, jobs: usize) -> f64 {
+fn measure(label: &str, topic: Topic, store: Arc<dyn JobStore>, jobs: usize) -> f64 {
     let counter = Arc::new(Counter::default());
     counter.target.store(jobs as u64, Ordering::Relaxed);
     let host = Host::builder()
+        .store(store)
         .engine(EngineConfig::default())
         .sink(counter.clone())
         .topic(topic.with_workers(2).with_fetch_batch(32))
@@ -98,7 +100,11 @@ fn measure(label: &str, topic: Topic, jobs: usize) -> f64 {
 fn main() {
     let jobs = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(200_000);
     let transform = PluginSource::Path(std::path::PathBuf::from(env!("HUSK_GUEST_DIR")).join("transform.wasm"));
-    let native = measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), jobs);
-    let wasm = measure("wasm transform, memory store", Topic::wasm("bench", transform), jobs);
+    let memory = || Arc::new(MemoryStore::new()) as Arc<dyn JobStore>;
+    let native = measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), memory(), jobs);
+    let wasm = measure("wasm transform, memory store", Topic::wasm("bench", transform.clone()), memory(), jobs);
     println!("wasm / native = {:.2}", wasm / native);
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Arc::new(SqliteStore::open(&dir.path().join("bench.db"), Durability::Normal).unwrap());
+    measure("wasm transform, SQLite store (synchronous=NORMAL)", Topic::wasm("bench", transform), sqlite, jobs);
 }
