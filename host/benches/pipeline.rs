@@ -101,7 +101,8 @@ fn main() {
     let jobs = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(200_000);
     let transform = PluginSource::Path(std::path::PathBuf::from(env!("HUSK_GUEST_DIR")).join("transform.wasm"));
     let memory = || Arc::new(MemoryStore::new()) as Arc<dyn JobStore>;
-    let native = measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), memory(), jobs);
+    let native =
+        measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), memory(), jobs);
     let wasm = measure("wasm transform, memory store", Topic::wasm("bench", transform.clone()), memory(), jobs);
     println!("wasm / native = {:.2}", wasm / native);
     let dir = tempfile::tempdir().unwrap();
