@@ -250,24 +250,22 @@ impl HostBuilder {
         let engine = Engine::new(EngineConfig { fuel: self.engine.fuel || fuel, ..self.engine })?;
         let sandbox = Sandbox::new(engine).map_err(|e| HostError::Config(format!("linking host functions: {e:#}")))?;
         let dispatcher = Dispatcher::new(self.store, self.clock, self.sink, self.default_retry);
-        let mut runners = Vec::new();
+        let mut runners: Vec<(Topic, Arc<dyn Handler>)> = Vec::new();
         for topic in &self.topics {
-            let handler: Arc<dyn Handler> = match &topic.runner {
-                Runner::Native(handler) => handler.clone(),
+            if runners.iter().any(|(t, _)| t.name == topic.name) {
+                return Err(HostError::Config(format!("topic `{}` is registered twice", topic.name)));
+            }
+            let (handler, own_plugin): (Arc<dyn Handler>, Option<Plugin>) = match &topic.runner {
+                Runner::Native(handler) => (handler.clone(), None),
                 Runner::Wasm(source) => {
                     let plugin = source
                         .load(&sandbox, World::Operation)
                         .map_err(|source| HostError::Plugin { topic: topic.name.clone(), source })?;
-                    let mapper = load_mapper(&sandbox, topic, Some(&plugin))?;
-                    dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper });
-                    runners.push((
-                        topic.clone(),
-                        Arc::new(WasmHandler::new(sandbox.clone(), plugin, topic.limits.clone())) as Arc<dyn Handler>,
-                    ));
-                    continue;
+                    let handler = WasmHandler::new(sandbox.clone(), plugin.clone(), topic.limits.clone());
+                    (Arc::new(handler), Some(plugin))
                 }
             };
-            let mapper = load_mapper(&sandbox, topic, None)?;
+            let mapper = load_mapper(&sandbox, topic, own_plugin.as_ref())?;
             dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper });
             runners.push((topic.clone(), handler));
         }

@@ -9,6 +9,7 @@ mod cli;
 mod dispatch;
 mod dispatch_props;
 mod guests;
+mod host;
 mod hostile;
 mod leak;
 mod plugin;
