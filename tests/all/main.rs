@@ -6,6 +6,7 @@
 
 mod classify;
 mod cli;
+mod crash;
 mod dispatch;
 mod dispatch_props;
 mod guests;
