@@ -405,15 +405,40 @@ impl Host {
 
     /// Stops fetching, lets running jobs finish, and joins every thread.
     pub fn shutdown(&self) {
+        self.shutdown_within(None);
+    }
+
+    /// A graceful shutdown: stops fetching, lets running jobs finish for up
+    /// to `grace` (`None`: as long as they take), then interrupts the rest.
+    /// Jobs interrupted, and jobs fetched but not started, are released to
+    /// the store on the attempt they were on, which is not spent. Returns
+    /// whether every job finished within the grace period.
+    pub fn shutdown_within(&self, grace: Option<Duration>) -> bool {
         self.stopping.store(true, Ordering::Release);
         let pools = std::mem::take(&mut *self.pools.lock().unwrap_or_else(|p| p.into_inner()));
         self.dispatcher.shut_down();
+        pools.iter().for_each(WorkerPool::begin_stop);
+        let mut in_time = true;
+        if let Some(grace) = grace {
+            let deadline = std::time::Instant::now() + grace;
+            while !pools.iter().all(WorkerPool::is_finished) {
+                if std::time::Instant::now() >= deadline {
+                    in_time = false;
+                    tracing::warn!(?grace, "grace period over: interrupting running jobs and releasing them");
+                    self.dispatcher.interrupt_running();
+                    break;
+                }
+                // Real time on purpose: a shutdown waits for real threads.
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         for pool in pools {
             pool.stop();
         }
         if let Some(publisher) = self.publisher.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = publisher.join();
         }
+        in_time
     }
 }
 

@@ -15,7 +15,7 @@ use crate::dispatch::{Dispatcher, JobResult};
 use crate::fault::{Fault, codes};
 use crate::plugin::Plugin;
 use crate::sandbox::{CancelToken, Job, Limits, RunEnding, Sandbox};
-use crate::store::LockedJob;
+use crate::store::{LockedJob, Report};
 
 /// What a handler made of one job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,15 +163,25 @@ impl WorkerPool {
         &self.topic
     }
 
-    /// Stops fetching, lets each worker finish the jobs it holds, and joins
-    /// the threads.
+    /// Stops fetching, lets each worker finish the job it runs (jobs of its
+    /// batch not yet started are released unspent), and joins the threads.
     pub fn stop(mut self) {
         self.stop_and_join();
     }
 
-    fn stop_and_join(&mut self) {
+    /// Stops fetching without waiting (see [`WorkerPool::stop`]).
+    pub fn begin_stop(&self) {
         self.stop.store(true, Ordering::Release);
         self.dispatcher.wake_fetchers();
+    }
+
+    /// Whether every worker thread has ended.
+    pub fn is_finished(&self) -> bool {
+        self.threads.iter().all(JoinHandle::is_finished)
+    }
+
+    fn stop_and_join(&mut self) {
+        self.begin_stop();
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
@@ -220,13 +230,24 @@ impl Worker {
             let mut guards = Vec::with_capacity(jobs.len());
             let mut reports = Vec::with_capacity(jobs.len());
             for job in &jobs {
+                if self.stop.load(Ordering::Acquire) {
+                    // Shutting down: what has not started goes back unspent.
+                    reports.push((job.lock, Report::Release));
+                    continue;
+                }
                 let guard = self.dispatcher.running(job.id());
                 let span = tracing::debug_span!("job", job.id = %job.id(), topic = %job.topic, attempt = job.attempt);
                 let handled = span.in_scope(|| self.run_one(job, guard.token()));
                 if let Some(code) = handled.killed {
                     self.dispatcher.count_kill(code);
                 }
-                reports.push((job.lock, self.dispatcher.judge(job, handled.result, handled.plugin_version.as_deref())));
+                let report = if handled.result == JobResult::Cancelled && self.dispatcher.interrupting() {
+                    // Interrupted at the end of a shutdown's grace period.
+                    Report::Release
+                } else {
+                    self.dispatcher.judge(job, handled.result, handled.plugin_version.as_deref())
+                };
+                reports.push((job.lock, report));
                 guards.push(guard);
             }
             if let Err(error) = self.dispatcher.submit(reports) {

@@ -96,31 +96,30 @@ fn check(backend: Backend, jobs: usize, max_attempts: u32, delay: u64, steps: Ve
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+/// One property test per backend; stores that open a file or a schema per
+/// case run fewer cases of the same property.
+macro_rules! property_per_backend {
+    ($($name:ident: $backend:expr, $cases:expr;)*) => {$(
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: $cases, ..ProptestConfig::default() })]
 
-    #[test]
-    fn every_job_ends_exactly_once_within_its_attempts_memory(
-        jobs in 1usize..8,
-        max_attempts in 1u32..4,
-        delay in 0u64..10,
-        steps in proptest::collection::vec(step(), 0..60),
-    ) {
-        check(Backend::Memory, jobs, max_attempts, delay, steps)?;
-    }
+            #[test]
+            fn $name(
+                jobs in 1usize..8,
+                max_attempts in 1u32..4,
+                delay in 0u64..10,
+                steps in proptest::collection::vec(step(), 0..60),
+            ) {
+                if let Some(backend) = $backend {
+                    check(backend, jobs, max_attempts, delay, steps)?;
+                }
+            }
+        }
+    )*};
 }
 
-proptest! {
-    // Each case opens a fresh SQLite file: fewer cases, same property.
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
-
-    #[test]
-    fn every_job_ends_exactly_once_within_its_attempts_sqlite(
-        jobs in 1usize..8,
-        max_attempts in 1u32..4,
-        delay in 0u64..10,
-        steps in proptest::collection::vec(step(), 0..60),
-    ) {
-        check(Backend::Sqlite, jobs, max_attempts, delay, steps)?;
-    }
+property_per_backend! {
+    every_job_ends_exactly_once_within_its_attempts_memory: Some(Backend::Memory), 200;
+    every_job_ends_exactly_once_within_its_attempts_sqlite: Some(Backend::Sqlite), 40;
+    every_job_ends_exactly_once_within_its_attempts_postgres: Backend::postgres(), 25;
 }

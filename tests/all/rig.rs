@@ -21,24 +21,109 @@ pub const LOCK: Duration = Duration::from_secs(30);
 pub enum Backend {
     Memory,
     Sqlite,
+    /// The test server's URL (see [`postgres_url`]).
+    Postgres(&'static str),
+}
+
+/// What keeps a test store's backing alive: a temp dir, or a PostgreSQL
+/// schema dropped at the end.
+#[expect(dead_code, reason = "held only to be dropped with the store")]
+pub enum Backing {
+    Dir(tempfile::TempDir),
+    Schema(pg::TestSchema),
 }
 
 impl Backend {
-    /// A fresh, empty store; the directory (if any) lives as long as it.
-    pub fn store(self) -> (Arc<dyn JobStore>, Option<tempfile::TempDir>) {
+    /// A fresh, empty store, and what must live as long as it.
+    pub fn store(self) -> (Arc<dyn JobStore>, Option<Backing>) {
         match self {
             Backend::Memory => (Arc::new(MemoryStore::new()), None),
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().unwrap();
                 let store = SqliteStore::open(&dir.path().join("husk.db"), Durability::Normal).unwrap();
-                (Arc::new(store), Some(dir))
+                (Arc::new(store), Some(Backing::Dir(dir)))
+            }
+            Backend::Postgres(url) => {
+                let schema = pg::TestSchema::new(url);
+                (Arc::new(schema.open()), Some(Backing::Schema(schema)))
+            }
+        }
+    }
+
+    /// The PostgreSQL backend, or `None` (with a message) when no test
+    /// server is configured. Under `CI=true` a missing server fails the
+    /// test instead.
+    pub fn postgres() -> Option<Backend> {
+        pg::url().map(Backend::Postgres)
+    }
+}
+
+/// The PostgreSQL test server: its URL and one schema per test.
+pub mod pg {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use husk_host::store::{PostgresConfig, PostgresStore};
+
+    /// The URL of the test server: `$HUSK_TEST_POSTGRES`, else the one
+    /// `scripts/postgres start` wrote to `target/postgres/url`. `None`
+    /// (the test is skipped, saying why) when neither exists; a panic
+    /// under `CI=true`, where a missing server is a failure.
+    pub fn url() -> Option<&'static str> {
+        static URL: OnceLock<Option<String>> = OnceLock::new();
+        let url = URL.get_or_init(|| {
+            let url = std::env::var("HUSK_TEST_POSTGRES").ok().or_else(|| {
+                let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/postgres/url");
+                std::fs::read_to_string(file).ok().map(|s| s.trim().to_owned())
+            });
+            if url.is_none() {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "CI=true but no PostgreSQL test server: run `scripts/postgres start` or set HUSK_TEST_POSTGRES"
+                );
+                eprintln!(
+                    "PostgreSQL tests skipped: no server (run `scripts/postgres start`, or set HUSK_TEST_POSTGRES)"
+                );
+            }
+            url.filter(|u| !u.is_empty())
+        });
+        url.as_deref()
+    }
+
+    /// A schema of its own for one test, dropped when the test ends.
+    pub struct TestSchema {
+        pub url: &'static str,
+        pub name: String,
+    }
+
+    impl TestSchema {
+        pub fn new(url: &'static str) -> Self {
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let name = format!("t{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+            Self { url, name }
+        }
+
+        pub fn config(&self) -> PostgresConfig {
+            PostgresConfig { schema: Some(self.name.clone()), pool_size: 8, ..PostgresConfig::new(self.url) }
+        }
+
+        pub fn open(&self) -> PostgresStore {
+            PostgresStore::open(&self.config()).unwrap()
+        }
+    }
+
+    impl Drop for TestSchema {
+        fn drop(&mut self) {
+            if let Ok(mut client) = postgres::Client::connect(self.url, postgres::NoTls) {
+                let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
             }
         }
     }
 }
 
 /// Generates, for each named test function taking a [`Backend`], one test
-/// per backend: `memory::name` and `sqlite::name`.
+/// per backend: `memory::name`, `sqlite::name` and `postgres::name` (the
+/// last skipped, saying so, without a test server).
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -46,6 +131,11 @@ macro_rules! conformance {
         }
         mod sqlite {
             $( #[test] fn $name() { super::$name(crate::rig::Backend::Sqlite) } )*
+        }
+        mod postgres {
+            $( #[test] fn $name() {
+                if let Some(backend) = crate::rig::Backend::postgres() { super::$name(backend) }
+            } )*
         }
     };
 }
@@ -56,7 +146,7 @@ pub struct Rig {
     pub sink: Arc<CollectingSink>,
     pub dispatcher: Arc<Dispatcher>,
     pub stop: AtomicBool,
-    _dir: Option<tempfile::TempDir>,
+    _backing: Option<Backing>,
 }
 
 impl Rig {
@@ -66,7 +156,7 @@ impl Rig {
         let sink = Arc::new(CollectingSink::new());
         let (store, dir) = backend.store();
         let dispatcher = Dispatcher::new(store, Arc::new(clock.clone()), sink.clone(), default_retry);
-        Self { clock, sink, dispatcher, stop: AtomicBool::new(false), _dir: dir }
+        Self { clock, sink, dispatcher, stop: AtomicBool::new(false), _backing: dir }
     }
 
     /// A rig on `backend` with one topic `t` using `retry` and no mapper.

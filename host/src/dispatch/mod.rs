@@ -27,7 +27,7 @@ use crate::retry::{RetryPolicy, RetryPolicySpec};
 use crate::sandbox::CancelToken;
 use crate::store::{
     CancelResult, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult,
-    StoreError,
+    StoreError, StoreEvents,
 };
 
 /// How a topic's faults are classified and retried.
@@ -74,6 +74,7 @@ pub struct Dispatcher {
     counters: Counters,
     snapshot: ArcSwap<Snapshot>,
     shut_down: AtomicBool,
+    interrupting: AtomicBool,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -95,7 +96,7 @@ impl Dispatcher {
         let notifier = Notifier::new();
         clock.subscribe(&notifier);
         let snapshot = Snapshot { taken_at: clock.now(), totals: Totals::default(), depths: Default::default() };
-        Arc::new(Self {
+        let dispatcher = Arc::new(Self {
             store,
             clock,
             sink,
@@ -106,7 +107,11 @@ impl Dispatcher {
             counters: Counters::default(),
             snapshot: ArcSwap::from_pointee(snapshot),
             shut_down: AtomicBool::new(false),
-        })
+            interrupting: AtomicBool::new(false),
+        });
+        let events: Arc<dyn StoreEvents> = dispatcher.clone();
+        dispatcher.store.subscribe(Arc::downgrade(&events));
+        dispatcher
     }
 
     /// The store.
@@ -251,6 +256,7 @@ impl Dispatcher {
                     re_armed = true;
                 }
                 Reported::LockLost => self.counters.report_dropped(),
+                Reported::Released => re_armed = true,
             }
         }
         if re_armed {
@@ -359,6 +365,30 @@ impl Dispatcher {
     pub fn wake_fetchers(&self) {
         self.notifier.notify();
     }
+
+    /// Interrupts every job running in this process at its next epoch tick
+    /// (the end of a shutdown's grace period). Their workers see the run
+    /// cancelled; see [`Dispatcher::interrupting`].
+    pub fn interrupt_running(&self) {
+        self.interrupting.store(true, Ordering::Release);
+        self.running.cancel_all();
+    }
+
+    /// Whether [`Dispatcher::interrupt_running`] was called: a cancelled run
+    /// is then given back to the store ([`Report::Release`]), not ended.
+    pub fn interrupting(&self) -> bool {
+        self.interrupting.load(Ordering::Acquire)
+    }
+}
+
+impl StoreEvents for Dispatcher {
+    fn jobs_available(&self) {
+        self.notifier.notify();
+    }
+
+    fn cancel_requested(&self, id: JobId) {
+        self.running.cancel_if_running(id);
+    }
 }
 
 /// Cancel tokens of running jobs, sharded to keep workers off one lock.
@@ -384,6 +414,20 @@ impl RunningJobs {
     /// it yet, the token waits, cancelled, for the registration.
     fn cancel(&self, job: JobId) {
         self.shard(job).entry(job).or_default().cancel();
+    }
+
+    /// Cancels the job's token only if it runs here (a cancel signalled by
+    /// another process is for a job that may run anywhere).
+    fn cancel_if_running(&self, job: JobId) {
+        if let Some(token) = self.shard(job).get(&job) {
+            token.cancel();
+        }
+    }
+
+    fn cancel_all(&self) {
+        for shard in &self.shards {
+            shard.lock().unwrap_or_else(|p| p.into_inner()).values().for_each(CancelToken::cancel);
+        }
     }
 }
 

@@ -406,6 +406,12 @@ impl JobStore for MemoryStore {
                         inner.arm(lock.job, Some(not_before), now);
                         Reported::ReArmed
                     }
+                    Report::Release => {
+                        let expires_at = job.lock.as_ref().map(|l| l.expires_at).expect("held lock");
+                        inner.locks.remove(&(expires_at, lock.job));
+                        inner.arm(lock.job, None, now);
+                        Reported::Released
+                    }
                 }
             })
             .collect();

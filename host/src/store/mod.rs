@@ -10,6 +10,8 @@
 //! re-armed by its retry policy or, when that is exhausted, ended `Failed`.
 
 mod memory;
+mod postgres;
+mod rows;
 mod sqlite;
 
 use std::fmt;
@@ -18,6 +20,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 pub use memory::{DEFAULT_RETAINED_OUTCOMES, MemoryStore};
+pub use postgres::{PostgresConfig, PostgresStore, redact_url};
 pub use sqlite::{Durability, SCHEMA_VERSION, SqliteStore};
 
 use crate::fault::Fault;
@@ -199,6 +202,10 @@ pub enum Report {
     /// Any other terminal outcome (business error or status, `Failed`,
     /// `Cancelled`).
     End(Outcome),
+    /// Give the job back unrun (a graceful shutdown): it is queued again on
+    /// the same attempt, which is not spent. A job whose owner asked to
+    /// cancel it ends `Cancelled` instead.
+    Release,
 }
 
 /// The result of a report.
@@ -209,6 +216,8 @@ pub enum Reported {
     Ended(Box<TerminalOutcome>),
     /// The job was re-armed.
     ReArmed,
+    /// The job was released unrun (see [`Report::Release`]).
+    Released,
     /// The reporter no longer holds the lock (it expired, or the job was
     /// reclaimed): the report was dropped.
     LockLost,
@@ -264,6 +273,17 @@ pub struct Depth {
 #[derive(Debug, thiserror::Error)]
 #[error("job store: {0}")]
 pub struct StoreError(pub String);
+
+/// What a store shared by several processes tells the dispatcher of this
+/// one (PostgreSQL's `LISTEN/NOTIFY`). Implemented by the dispatcher.
+pub trait StoreEvents: Send + Sync {
+    /// Jobs may have become fetchable (another process enqueued or
+    /// re-armed): waiting fetchers should look again.
+    fn jobs_available(&self);
+    /// Another process asked to cancel job `id`: interrupt it if it runs
+    /// here.
+    fn cancel_requested(&self, id: JobId);
+}
 
 /// Where jobs live. All methods take `now` from the dispatcher's clock, so
 /// the store never reads time itself. Implementations must be safe to call
@@ -347,4 +367,10 @@ pub trait JobStore: Send + Sync + 'static {
     ///
     /// [`StoreError`] when the store fails.
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError>;
+
+    /// Registers the receiver of events from other processes sharing this
+    /// store. Stores only one process uses ignore it.
+    fn subscribe(&self, events: std::sync::Weak<dyn StoreEvents>) {
+        let _ = events;
+    }
 }

@@ -18,14 +18,15 @@ use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{
-    CancelResult, Depth, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock, LockInfo,
-    LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError,
+use super::rows::{
+    Expired, GATED, LIVE_COLUMNS, LiveRow, OUTCOME_COLUMNS, QUEUED, RUNNING, armed_state, depths_of, millis,
+    record_of_outcome, time, to_json,
 };
-use crate::fault::epoch_millis::{from_millis, to_millis};
-use crate::fault::{Fault, codes};
+use super::{
+    CancelResult, Depth, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock, LockedJob,
+    NewJob, Report, Reported, RetryIncidentResult, StoreError,
+};
 use crate::outcome::{Outcome, TerminalOutcome};
-use crate::retry::{RetryPolicy, RetryPolicySpec};
 
 /// The schema version this husk writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
@@ -69,10 +70,6 @@ CREATE INDEX outcomes_incidents ON outcomes (job_id) WHERE open_incident = 1;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT INTO meta (key, value) VALUES ('next_token', 0);
 "#];
-
-const QUEUED: i64 = 0;
-const GATED: i64 = 1;
-const RUNNING: i64 = 2;
 
 /// How hard a commit tries to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -154,88 +151,56 @@ impl SqliteStore {
     }
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).expect("store values serialize")
-}
-
 fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> rusqlite::Result<T> {
-    serde_json::from_str(text)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into()))
+    serde_json::from_str(text).map_err(json_err)
 }
 
-fn millis(time: SystemTime) -> i64 {
-    to_millis(time) as i64
-}
-
-fn time(ms: i64) -> SystemTime {
-    from_millis(ms.max(0) as u64)
-}
-
-/// The columns of a live job needed to end or re-arm it.
-struct LiveRow {
-    id: i64,
-    topic: String,
-    policy: String,
-    attempt: i64,
-    state: i64,
-    enqueued_at: i64,
-    last_fault: Option<String>,
-    cancel_requested: bool,
-    lock_worker: Option<String>,
-    lock_token: Option<i64>,
-    lock_expires_at: Option<i64>,
+fn json_err(e: serde_json::Error) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
 }
 
 fn live_row(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<Option<LiveRow>> {
-    tx.prepare_cached(
-        "SELECT id, topic, policy, attempt, state, enqueued_at, last_fault, cancel_requested,
-                lock_worker, lock_token, lock_expires_at FROM jobs WHERE id = ?1",
-    )?
-    .query_row([id], |r| {
-        Ok(LiveRow {
-            id: r.get(0)?,
-            topic: r.get(1)?,
-            policy: r.get(2)?,
-            attempt: r.get(3)?,
-            state: r.get(4)?,
-            enqueued_at: r.get(5)?,
-            last_fault: r.get(6)?,
-            cancel_requested: r.get(7)?,
-            lock_worker: r.get(8)?,
-            lock_token: r.get(9)?,
-            lock_expires_at: r.get(10)?,
+    tx.prepare_cached(&format!("SELECT {LIVE_COLUMNS} FROM jobs WHERE id = ?1"))?
+        .query_row([id], |r| {
+            Ok(LiveRow {
+                id: r.get(0)?,
+                topic: r.get(1)?,
+                policy: r.get(2)?,
+                attempt: r.get(3)?,
+                state: r.get(4)?,
+                enqueued_at: r.get(5)?,
+                not_before: r.get(6)?,
+                last_fault: r.get(7)?,
+                cancel_requested: r.get(8)?,
+                lock_worker: r.get(9)?,
+                lock_token: r.get(10)?,
+                lock_expires_at: r.get(11)?,
+            })
         })
-    })
-    .optional()
+        .optional()
 }
 
 /// Ends a live job: records its outcome (an open incident when `Failed`)
 /// and removes it from the live jobs.
 fn end(tx: &Transaction<'_>, job: &LiveRow, outcome: Outcome, now: SystemTime) -> rusqlite::Result<TerminalOutcome> {
-    let attempts = if job.state == RUNNING { job.attempt } else { job.attempt - 1 }.max(0) as u32;
     let incident = matches!(outcome, Outcome::Failed { .. });
-    let last_fault = match &outcome {
-        Outcome::Failed { last_fault, .. } => Some(to_json(last_fault)),
-        _ => job.last_fault.clone(),
-    };
     tx.prepare_cached(
         "INSERT INTO outcomes (job_id, generation, topic, attempts, enqueued_at, finished_at, outcome, policy,
                                last_fault, open_incident, input)
          SELECT id, generation, topic, ?2, enqueued_at, ?3, ?4, policy, ?5, ?6, CASE WHEN ?6 THEN input END
          FROM jobs WHERE id = ?1",
     )?
-    .execute(params![job.id, attempts, millis(now), to_json(&outcome), last_fault, incident])?;
+    .execute(params![
+        job.id,
+        job.attempts_made(),
+        millis(now),
+        to_json(&outcome),
+        job.outcome_fault(&outcome),
+        incident
+    ])?;
     let seq = tx.last_insert_rowid();
     tx.prepare_cached("DELETE FROM jobs WHERE id = ?1")?.execute([job.id])?;
-    Ok(TerminalOutcome {
-        seq: seq as u64,
-        job_id: JobId(job.id as u64),
-        topic: job.topic.clone(),
-        attempts,
-        enqueued_at: time(job.enqueued_at),
-        finished_at: now,
-        outcome,
-    })
+    Ok(job.terminal(seq, outcome, now))
 }
 
 /// Puts an unlocked live job in the queue or behind its gate.
@@ -247,10 +212,7 @@ fn arm(
     gate: Option<SystemTime>,
     now: SystemTime,
 ) -> rusqlite::Result<()> {
-    let (state, not_before) = match gate.filter(|g| *g > now) {
-        Some(g) => (GATED, Some(millis(g))),
-        None => (QUEUED, None),
-    };
+    let (state, not_before) = armed_state(gate, now);
     tx.prepare_cached(
         "UPDATE jobs SET state = ?2, not_before = ?3, attempt = ?4, last_fault = COALESCE(?5, last_fault),
                 lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL WHERE id = ?1",
@@ -266,62 +228,12 @@ fn reclaim_expired(tx: &Transaction<'_>, now: SystemTime, ended: &mut Vec<Termin
         .collect::<rusqlite::Result<_>>()?;
     for id in expired {
         let Some(job) = live_row(tx, id)? else { continue };
-        let expired_at = time(job.lock_expires_at.unwrap_or_default());
-        let worker = job.lock_worker.clone().unwrap_or_default();
-        let fault = Fault::json(
-            codes::LOCK_EXPIRED,
-            &serde_json::json!({ "worker": worker, "attempt": job.attempt, "expired_at_ms": to_millis(expired_at) }),
-        );
-        let diagnostic = format!("lock of worker {worker} expired before it reported attempt {}", job.attempt);
-        if job.cancel_requested {
-            ended.push(end(tx, &job, Outcome::Cancelled, now)?);
-            continue;
-        }
-        let policy: RetryPolicySpec = from_json(&job.policy)?;
-        match policy.retry(job.attempt as u32, &diagnostic) {
-            Some(backoff) => arm(tx, id, job.attempt + 1, Some(&to_json(&fault)), Some(expired_at + backoff), now)?,
-            None => {
-                let outcome = Outcome::Failed {
-                    topic: job.topic.clone(),
-                    attempts: job.attempt as u32,
-                    last_fault: fault,
-                    diagnostic,
-                    plugin_version: None,
-                };
-                ended.push(end(tx, &job, outcome, now)?);
-            }
+        match job.expire().map_err(json_err)? {
+            Expired::ReArm { fault, gate } => arm(tx, id, job.attempt + 1, Some(&fault), Some(gate), now)?,
+            Expired::End(outcome) => ended.push(end(tx, &job, outcome, now)?),
         }
     }
     Ok(())
-}
-
-fn held(job: &LiveRow, lock: Lock, now: SystemTime) -> bool {
-    job.state == RUNNING
-        && job.lock_token == Some(lock.token as i64)
-        && job.lock_expires_at.is_some_and(|at| at > millis(now))
-}
-
-fn record_of_live(job: &LiveRow, not_before: Option<i64>) -> rusqlite::Result<JobRecord> {
-    Ok(JobRecord {
-        id: JobId(job.id as u64),
-        topic: job.topic.clone(),
-        state: match job.state {
-            QUEUED => JobState::Queued,
-            GATED => JobState::Gated,
-            _ => JobState::Running,
-        },
-        attempt: job.attempt as u32,
-        policy: from_json(&job.policy)?,
-        enqueued_at: time(job.enqueued_at),
-        not_before: not_before.map(time),
-        lock: match (&job.lock_worker, job.lock_expires_at) {
-            (Some(worker), Some(at)) => Some(LockInfo { worker: worker.clone(), expires_at: time(at) }),
-            _ => None,
-        },
-        last_fault: job.last_fault.as_deref().map(from_json).transpose()?,
-        cancel_requested: job.cancel_requested,
-        outcome: None,
-    })
 }
 
 fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(TerminalOutcome, String, Option<String>)> {
@@ -341,37 +253,20 @@ fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(TerminalOutcome, Stri
     ))
 }
 
-const OUTCOME_COLUMNS: &str = "seq, job_id, topic, attempts, enqueued_at, finished_at, outcome, policy, last_fault";
-
-fn record_of_outcome(
-    (outcome, policy, last_fault): (TerminalOutcome, String, Option<String>),
-) -> rusqlite::Result<JobRecord> {
-    Ok(JobRecord {
-        id: outcome.job_id,
-        topic: outcome.topic.clone(),
-        state: JobState::Terminal,
-        attempt: outcome.attempts,
-        policy: from_json(&policy)?,
-        enqueued_at: outcome.enqueued_at,
-        not_before: None,
-        lock: None,
-        last_fault: last_fault.as_deref().map(from_json).transpose()?,
-        cancel_requested: false,
-        outcome: Some(outcome),
-    })
+fn record_of(row: (TerminalOutcome, String, Option<String>)) -> rusqlite::Result<JobRecord> {
+    record_of_outcome(row.0, &row.1, row.2.as_deref()).map_err(json_err)
 }
 
 fn get_record(conn: &Connection, id: i64) -> rusqlite::Result<Option<JobRecord>> {
     let tx = conn.unchecked_transaction()?;
     if let Some(job) = live_row(&tx, id)? {
-        let not_before: Option<i64> = tx.query_row("SELECT not_before FROM jobs WHERE id = ?1", [id], |r| r.get(0))?;
-        return record_of_live(&job, not_before).map(Some);
+        return job.record().map(Some).map_err(json_err);
     }
     let row = tx
         .prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE job_id = ?1 ORDER BY seq DESC LIMIT 1"))?
         .query_row([id], outcome_row)
         .optional()?;
-    row.map(record_of_outcome).transpose()
+    row.map(record_of).transpose()
 }
 
 impl JobStore for SqliteStore {
@@ -383,10 +278,7 @@ impl JobStore for SqliteStore {
             )?;
             jobs.iter()
                 .map(|job| {
-                    let (state, not_before) = match job.not_before.filter(|g| *g > now) {
-                        Some(g) => (GATED, Some(millis(g))),
-                        None => (QUEUED, None),
-                    };
+                    let (state, not_before) = armed_state(job.not_before, now);
                     insert.execute(params![
                         job.topic,
                         job.input,
@@ -457,7 +349,7 @@ impl JobStore for SqliteStore {
                 .into_iter()
                 .map(|(lock, report)| {
                     let Some(job) = live_row(tx, lock.job.0 as i64)? else { return Ok(Reported::LockLost) };
-                    if !held(&job, lock, now) {
+                    if !job.held(lock, now) {
                         return Ok(Reported::LockLost);
                     }
                     if job.cancel_requested {
@@ -472,6 +364,10 @@ impl JobStore for SqliteStore {
                             arm(tx, job.id, job.attempt + 1, Some(&to_json(&fault)), Some(not_before), now)?;
                             Reported::ReArmed
                         }
+                        Report::Release => {
+                            arm(tx, job.id, job.attempt, None, None, now)?;
+                            Reported::Released
+                        }
                     })
                 })
                 .collect()
@@ -481,7 +377,7 @@ impl JobStore for SqliteStore {
     fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {
         self.write(|tx| {
             let Some(job) = live_row(tx, lock.job.0 as i64)? else { return Ok(false) };
-            if !held(&job, lock, now) {
+            if !job.held(lock, now) {
                 return Ok(false);
             }
             tx.execute("UPDATE jobs SET lock_expires_at = ?2 WHERE id = ?1", params![job.id, millis(until)])?;
@@ -578,7 +474,7 @@ impl JobStore for SqliteStore {
             .prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE open_incident = 1 ORDER BY job_id"))
             .and_then(|mut s| s.query_map([], outcome_row)?.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(err("incidents"))?;
-        rows.into_iter().map(record_of_outcome).collect::<rusqlite::Result<_>>().map_err(err("incidents"))
+        rows.into_iter().map(record_of).collect::<rusqlite::Result<_>>().map_err(err("incidents"))
     }
 
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
@@ -596,18 +492,6 @@ impl JobStore for SqliteStore {
             .prepare_cached("SELECT topic, state, count(*) FROM jobs GROUP BY topic, state ORDER BY topic")
             .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
             .map_err(err("depths"))?;
-        let mut depths: Vec<(String, Depth)> = Vec::new();
-        for (topic, state, count) in rows {
-            if depths.last().is_none_or(|(t, _)| *t != topic) {
-                depths.push((topic, Depth::default()));
-            }
-            let depth = &mut depths.last_mut().expect("pushed above").1;
-            match state {
-                QUEUED => depth.queued = count as u64,
-                GATED => depth.gated = count as u64,
-                _ => depth.running = count as u64,
-            }
-        }
-        Ok(depths)
+        Ok(depths_of(rows))
     }
 }

@@ -1,0 +1,853 @@
+//! The PostgreSQL job store, for several husk processes (on several hosts)
+//! sharing one database.
+//!
+//! - Claims lock rows with `FOR UPDATE SKIP LOCKED`: concurrent fetchers
+//!   never wait on each other's rows and never take the same job. A report
+//!   re-checks the lock token under `FOR UPDATE`, so a job is ended or
+//!   re-armed only by the holder of its current lock.
+//! - Wakes: an enqueue, re-arm or retried incident sends `NOTIFY husk_jobs`;
+//!   a cancel of a running job sends `NOTIFY husk_cancel` with its id (both
+//!   suffixed `_<schema>` when a schema is configured). One
+//!   listening connection per process forwards both to the dispatcher
+//!   ([`StoreEvents`]); gates and lock expiries are timed wakes computed by
+//!   every fetch (`next_wake`).
+//! - The outcome log's `seq` is taken from one counter row, updated as the
+//!   last write of a transaction that ends jobs: outcome-producing commits
+//!   are serialized on that row, so `seq` order is commit order and a
+//!   consumer reading `outcomes_after(cursor)` never skips an outcome that
+//!   commits late.
+//!
+//! Durability: enqueues, reports, cancels and retries commit with the
+//! server's `synchronous_commit` (on by default: the commit is flushed to
+//! the WAL before the call returns, and survives a crash of husk, of the
+//! server, or a power loss when `fsync` is on). A claim that ends no job
+//! commits with `synchronous_commit = off`: losing it in a server crash
+//! only makes the job fetchable again, and any later synchronous commit
+//! (such as the report of that job) flushes it first.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row, Statement};
+
+use super::rows::{
+    Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, live_columns, millis, outcome_columns,
+    record_of_outcome, time, to_json,
+};
+use super::{
+    CancelResult, Depth, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock, LockedJob,
+    NewJob, Report, Reported, RetryIncidentResult, SCHEMA_VERSION, StoreError, StoreEvents,
+};
+use crate::outcome::{Outcome, TerminalOutcome};
+
+const MIGRATIONS: [&str; 1] = [r#"
+CREATE TABLE husk_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
+INSERT INTO husk_meta (key, value) VALUES ('schema_version', 0), ('outcome_seq', 0);
+CREATE SEQUENCE husk_lock_tokens;
+CREATE TABLE husk_jobs (
+    id               BIGSERIAL PRIMARY KEY,
+    generation       INTEGER  NOT NULL DEFAULT 0,
+    topic            TEXT     NOT NULL,
+    input            BYTEA    NOT NULL,
+    policy           TEXT     NOT NULL,
+    attempt          BIGINT   NOT NULL,
+    state            BIGINT   NOT NULL,
+    not_before       BIGINT,
+    lock_worker      TEXT,
+    lock_token       BIGINT,
+    lock_expires_at  BIGINT,
+    last_fault       TEXT,
+    cancel_requested BOOLEAN  NOT NULL DEFAULT FALSE,
+    enqueued_at      BIGINT   NOT NULL
+);
+CREATE INDEX husk_jobs_ready ON husk_jobs (topic, id) WHERE state = 0;
+CREATE INDEX husk_jobs_gates ON husk_jobs (not_before) WHERE state = 1;
+CREATE INDEX husk_jobs_locks ON husk_jobs (lock_expires_at) WHERE state = 2;
+CREATE TABLE husk_outcomes (
+    seq           BIGINT  PRIMARY KEY,
+    job_id        BIGINT  NOT NULL,
+    generation    INTEGER NOT NULL,
+    topic         TEXT    NOT NULL,
+    attempts      BIGINT  NOT NULL,
+    enqueued_at   BIGINT  NOT NULL,
+    finished_at   BIGINT  NOT NULL,
+    outcome       TEXT    NOT NULL,
+    policy        TEXT    NOT NULL,
+    last_fault    TEXT,
+    open_incident BOOLEAN NOT NULL,
+    input         BYTEA,
+    UNIQUE (job_id, generation)
+);
+CREATE INDEX husk_outcomes_incidents ON husk_outcomes (job_id) WHERE open_incident;
+"#];
+
+/// Key of the advisory lock that serializes migrations of concurrent starts.
+const MIGRATION_LOCK: i64 = 0x6875_736b_0001;
+
+/// How to reach the database.
+#[derive(Debug, Clone)]
+pub struct PostgresConfig {
+    /// A `postgres://user:password@host:port/db` URL (or a libpq
+    /// `key=value` string).
+    pub url: String,
+    /// Most connections this process opens (besides the listener).
+    pub pool_size: u32,
+    /// How long to wait for a connection.
+    pub connect_timeout: Duration,
+    /// The schema husk's tables live in (created if missing); `None`: the
+    /// connection's default (`public`). Several husk deployments can share
+    /// a database, each in its own schema.
+    pub schema: Option<String>,
+}
+
+impl PostgresConfig {
+    /// `url` with a pool of 16 connections and a 5 s connect timeout.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into(), pool_size: 16, connect_timeout: Duration::from_secs(5), schema: None }
+    }
+}
+
+/// `url` with its password replaced by `***`, for errors and logs.
+pub fn redact_url(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+        if let Some((userinfo, host)) = authority.rsplit_once('@')
+            && let Some((user, _password)) = userinfo.split_once(':')
+        {
+            return format!("{scheme}://{user}:***@{host}{tail}");
+        }
+        return url.to_owned();
+    }
+    url.split_whitespace()
+        .map(|pair| if pair.starts_with("password=") { "password=***" } else { pair })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A pooled connection with its prepared statements.
+struct PgConn {
+    client: Client,
+    statements: HashMap<&'static str, Statement>,
+}
+
+struct Manager {
+    config: postgres::Config,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = PgConn;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<PgConn, postgres::Error> {
+        Ok(PgConn { client: self.config.connect(NoTls)?, statements: HashMap::new() })
+    }
+
+    fn is_valid(&self, conn: &mut PgConn) -> Result<(), postgres::Error> {
+        conn.client.simple_query("").map(drop)
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.client.is_closed()
+    }
+}
+
+/// A transaction with the connection's statement cache.
+struct Tx<'a> {
+    tx: postgres::Transaction<'a>,
+    statements: &'a mut HashMap<&'static str, Statement>,
+}
+
+impl Tx<'_> {
+    fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.tx.prepare(sql)?;
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+
+    fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.query(&statement, params)
+    }
+
+    fn query_one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.query_one(&statement, params)
+    }
+
+    fn query_opt(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.query_opt(&statement, params)
+    }
+
+    fn execute(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.execute(&statement, params)
+    }
+}
+
+/// A failure inside a store method, before it is named.
+#[derive(Debug)]
+enum PgError {
+    Db(postgres::Error),
+    Json(serde_json::Error),
+}
+
+impl From<postgres::Error> for PgError {
+    fn from(e: postgres::Error) -> Self {
+        PgError::Db(e)
+    }
+}
+
+impl From<serde_json::Error> for PgError {
+    fn from(e: serde_json::Error) -> Self {
+        PgError::Json(e)
+    }
+}
+
+/// One line for a driver error: the server's message when there is one,
+/// else the error and its causes.
+fn describe(error: &postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        return db.message().to_owned();
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The PostgreSQL [`JobStore`].
+pub struct PostgresStore {
+    name: String,
+    config: postgres::Config,
+    pool: r2d2::Pool<Manager>,
+    channels: Channels,
+    listener: Mutex<Option<Listener>>,
+}
+
+/// The `NOTIFY` channels of one deployment (suffixed by its schema:
+/// channels are database-wide).
+#[derive(Debug, Clone)]
+struct Channels {
+    jobs: String,
+    cancel: String,
+}
+
+impl Channels {
+    fn new(schema: Option<&str>) -> Self {
+        let suffix = schema.map(|s| format!("_{s}")).unwrap_or_default();
+        Self { jobs: format!("husk_jobs{suffix}"), cancel: format!("husk_cancel{suffix}") }
+    }
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore").field("url", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects, applies the schema migrations (one process at a time), and
+    /// opens the connection pool.
+    ///
+    /// # Errors
+    ///
+    /// A one-line [`StoreError`] naming the URL (password redacted): a bad
+    /// URL, the server unreachable, authentication refused, or a database
+    /// written by a newer husk. Nothing is changed then.
+    pub fn open(config: &PostgresConfig) -> Result<Self, StoreError> {
+        let name = redact_url(&config.url);
+        let fail = |what: &str, e: String| StoreError(format!("PostgreSQL store {name}: {what}: {e}"));
+        let mut pg: postgres::Config =
+            config.url.parse().map_err(|e: postgres::Error| fail("bad URL", describe(&e)))?;
+        pg.connect_timeout(config.connect_timeout).application_name("husk");
+        let channels = Channels::new(config.schema.as_deref());
+        if let Some(schema) = &config.schema {
+            if schema.is_empty() || !schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(fail("bad schema name", format!("`{schema}` (letters, digits and _ only)")));
+            }
+            let mut client = pg.connect(NoTls).map_err(|e| fail("cannot connect", describe(&e)))?;
+            client
+                .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                .map_err(|e| fail("cannot create the schema", describe(&e)))?;
+            pg.options(&format!("-c search_path={schema}"));
+        }
+        let mut client = pg.connect(NoTls).map_err(|e| fail("cannot connect", describe(&e)))?;
+        migrate(&mut client).map_err(|e| match e {
+            MigrateError::Newer(version) => StoreError(format!(
+                "PostgreSQL store {name}: written by a newer husk (schema {version}; this husk knows up to {SCHEMA_VERSION})"
+            )),
+            MigrateError::Db(e) => fail("cannot apply the schema", describe(&e)),
+        })?;
+        drop(client);
+        let pool = r2d2::Pool::builder()
+            .max_size(config.pool_size.max(1))
+            .min_idle(Some(0))
+            .connection_timeout(config.connect_timeout)
+            .build(Manager { config: pg.clone() })
+            .map_err(|e| fail("cannot open the connection pool", e.to_string()))?;
+        Ok(Self { name, config: pg, pool, channels, listener: Mutex::new(None) })
+    }
+
+    /// The database, password redacted.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run<R>(&self, what: &str, f: impl FnOnce(&mut Tx<'_>) -> Result<R, PgError>) -> Result<R, StoreError> {
+        self.run_with(what, |tx, _| f(tx))
+    }
+
+    fn run_with<R>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut Tx<'_>, &Channels) -> Result<R, PgError>,
+    ) -> Result<R, StoreError> {
+        let fail = |e: String| StoreError(format!("PostgreSQL store {}: {what}: {e}", self.name));
+        let mut conn = self.pool.get().map_err(|e| fail(e.to_string()))?;
+        let PgConn { client, statements } = &mut *conn;
+        let tx = client.transaction().map_err(|e| fail(describe(&e)))?;
+        let mut tx = Tx { tx, statements };
+        let result = f(&mut tx, &self.channels).map_err(|e| match e {
+            PgError::Db(e) => fail(describe(&e)),
+            PgError::Json(e) => fail(format!("unreadable stored value: {e}")),
+        })?;
+        tx.tx.commit().map_err(|e| fail(describe(&e)))?;
+        Ok(result)
+    }
+}
+
+#[derive(Debug)]
+enum MigrateError {
+    Newer(i64),
+    Db(postgres::Error),
+}
+
+impl From<postgres::Error> for MigrateError {
+    fn from(e: postgres::Error) -> Self {
+        MigrateError::Db(e)
+    }
+}
+
+fn migrate(client: &mut Client) -> Result<(), MigrateError> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    let exists: bool = tx.query_one("SELECT to_regclass('husk_meta') IS NOT NULL", &[])?.get(0);
+    let version: i64 = if exists {
+        tx.query_opt("SELECT value FROM husk_meta WHERE key = 'schema_version'", &[])?.map_or(0, |r| r.get(0))
+    } else {
+        0
+    };
+    if version > SCHEMA_VERSION {
+        return Err(MigrateError::Newer(version));
+    }
+    for migration in MIGRATIONS.iter().skip(version as usize) {
+        tx.batch_execute(migration)?;
+    }
+    tx.execute("UPDATE husk_meta SET value = $1 WHERE key = 'schema_version'", &[&SCHEMA_VERSION])?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn live_row(row: &Row) -> LiveRow {
+    LiveRow {
+        id: row.get(0),
+        topic: row.get(1),
+        policy: row.get(2),
+        attempt: row.get(3),
+        state: row.get(4),
+        enqueued_at: row.get(5),
+        not_before: row.get(6),
+        last_fault: row.get(7),
+        cancel_requested: row.get(8),
+        lock_worker: row.get(9),
+        lock_token: row.get(10),
+        lock_expires_at: row.get(11),
+    }
+}
+
+/// `SELECT <live columns> FROM husk_jobs` followed by `rest`, as a
+/// `&'static str` (statements are cached by their text).
+macro_rules! select_live {
+    ($rest:literal) => {
+        concat!("SELECT ", live_columns!(), " FROM husk_jobs ", $rest)
+    };
+}
+
+/// Same, for outcome rows.
+macro_rules! select_outcomes {
+    ($rest:literal) => {
+        concat!("SELECT ", outcome_columns!(), " FROM husk_outcomes ", $rest)
+    };
+}
+
+fn outcome_row(row: &Row) -> Result<(TerminalOutcome, String, Option<String>), serde_json::Error> {
+    let outcome: String = row.get(6);
+    Ok((
+        TerminalOutcome {
+            seq: row.get::<_, i64>(0) as u64,
+            job_id: JobId(row.get::<_, i64>(1) as u64),
+            topic: row.get(2),
+            attempts: row.get::<_, i64>(3) as u32,
+            enqueued_at: time(row.get(4)),
+            finished_at: time(row.get(5)),
+            outcome: serde_json::from_str(&outcome)?,
+        },
+        row.get(7),
+        row.get(8),
+    ))
+}
+
+fn record_of(row: &Row) -> Result<JobRecord, serde_json::Error> {
+    let (outcome, policy, last_fault) = outcome_row(row)?;
+    record_of_outcome(outcome, &policy, last_fault.as_deref())
+}
+
+/// A live, unlocked job to put in the queue or behind its gate.
+struct Arm {
+    id: i64,
+    attempt: i64,
+    fault: Option<String>,
+    gate: Option<SystemTime>,
+}
+
+/// Arms jobs in one statement. Returns whether any became fetchable now.
+fn arm_all(tx: &mut Tx<'_>, arms: &[Arm], now: SystemTime) -> Result<bool, postgres::Error> {
+    if arms.is_empty() {
+        return Ok(false);
+    }
+    let ids: Vec<i64> = arms.iter().map(|a| a.id).collect();
+    let (states, gates): (Vec<i64>, Vec<Option<i64>>) = arms.iter().map(|a| armed_state(a.gate, now)).unzip();
+    let attempts: Vec<i64> = arms.iter().map(|a| a.attempt).collect();
+    let faults: Vec<Option<&str>> = arms.iter().map(|a| a.fault.as_deref()).collect();
+    tx.execute(
+        "UPDATE husk_jobs j SET state = a.state, not_before = a.not_before, attempt = a.attempt,
+                last_fault = COALESCE(a.fault, j.last_fault),
+                lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL
+         FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[])
+              AS a(id, state, not_before, attempt, fault)
+         WHERE j.id = a.id",
+        &[&ids, &states, &gates, &attempts, &faults],
+    )?;
+    Ok(states.contains(&QUEUED))
+}
+
+/// Ends live jobs (rows already locked by this transaction): records their
+/// outcomes with the next `seq`s and deletes them from the live jobs. The
+/// `seq` counter row is the last thing locked, held until commit.
+fn end_all(
+    tx: &mut Tx<'_>,
+    endings: Vec<(LiveRow, Outcome)>,
+    now: SystemTime,
+) -> Result<Vec<TerminalOutcome>, postgres::Error> {
+    if endings.is_empty() {
+        return Ok(Vec::new());
+    }
+    let count = endings.len() as i64;
+    let last: i64 = tx
+        .query_one("UPDATE husk_meta SET value = value + $1 WHERE key = 'outcome_seq' RETURNING value", &[&count])?
+        .get(0);
+    let first = last - count + 1;
+    let ids: Vec<i64> = endings.iter().map(|(job, _)| job.id).collect();
+    let seqs: Vec<i64> = (first..=last).collect();
+    let attempts: Vec<i64> = endings.iter().map(|(job, _)| i64::from(job.attempts_made())).collect();
+    let outcomes: Vec<String> = endings.iter().map(|(_, outcome)| to_json(outcome)).collect();
+    let faults: Vec<Option<String>> = endings.iter().map(|(job, outcome)| job.outcome_fault(outcome)).collect();
+    let incidents: Vec<bool> = endings.iter().map(|(_, outcome)| matches!(outcome, Outcome::Failed { .. })).collect();
+    tx.execute(
+        "WITH ended AS (
+             DELETE FROM husk_jobs WHERE id = ANY($1) RETURNING id, generation, topic, enqueued_at, policy, input)
+         INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at, outcome,
+                                    policy, last_fault, open_incident, input)
+         SELECT r.seq, e.id, e.generation, e.topic, r.attempts, e.enqueued_at, $7, r.outcome, e.policy,
+                r.last_fault, r.incident, CASE WHEN r.incident THEN e.input END
+         FROM ended e
+         JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
+              AS r(id, seq, attempts, outcome, last_fault, incident) ON r.id = e.id",
+        &[&ids, &seqs, &attempts, &outcomes, &faults, &incidents, &millis(now)],
+    )?;
+    Ok(endings.into_iter().zip(seqs).map(|((job, outcome), seq)| job.terminal(seq, outcome, now)).collect())
+}
+
+fn notify(tx: &mut Tx<'_>, channel: &str, payload: &str) -> Result<(), postgres::Error> {
+    tx.execute("SELECT pg_notify($1, $2)", &[&channel, &payload]).map(drop)
+}
+
+impl JobStore for PostgresStore {
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<JobId>, StoreError> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run_with("enqueue", |tx, channels| {
+            let count = jobs.len() as i64;
+            let mut ids: Vec<i64> = tx
+                .query("SELECT nextval('husk_jobs_id_seq') FROM generate_series(1, $1::bigint)", &[&count])?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            ids.sort_unstable();
+            let topics: Vec<&str> = jobs.iter().map(|j| j.topic.as_str()).collect();
+            let inputs: Vec<&[u8]> = jobs.iter().map(|j| j.input.as_slice()).collect();
+            let policies: Vec<String> = jobs.iter().map(|j| to_json(&j.policy)).collect();
+            let (states, gates): (Vec<i64>, Vec<Option<i64>>) =
+                jobs.iter().map(|j| armed_state(j.not_before, now)).unzip();
+            tx.execute(
+                "INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at)
+                 SELECT id, topic, input, policy, 1, state, not_before, $7
+                 FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::bigint[])
+                      AS n(id, topic, input, policy, state, not_before)",
+                &[&ids, &topics, &inputs, &policies, &states, &gates, &millis(now)],
+            )?;
+            if states.contains(&QUEUED) {
+                notify(tx, &channels.jobs, "")?;
+            }
+            Ok(ids.into_iter().map(|id| JobId(id as u64)).collect())
+        })
+    }
+
+    fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
+        self.run_with("fetch", |tx, channels| {
+            let now_ms = millis(now);
+            tx.execute(
+                "UPDATE husk_jobs SET state = 0, not_before = NULL WHERE id IN (
+                     SELECT id FROM husk_jobs WHERE state = 1 AND not_before <= $1 FOR UPDATE SKIP LOCKED)",
+                &[&now_ms],
+            )?;
+            let expired: Vec<LiveRow> = tx
+                .query(select_live!("WHERE state = 2 AND lock_expires_at <= $1 FOR UPDATE SKIP LOCKED"), &[&now_ms])?
+                .iter()
+                .map(live_row)
+                .collect();
+            let mut fetched = Fetched::default();
+            let reclaimed = !expired.is_empty();
+            let (mut arms, mut endings) = (Vec::new(), Vec::new());
+            for job in expired {
+                match job.expire()? {
+                    Expired::ReArm { fault, gate } => {
+                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault: Some(fault), gate: Some(gate) });
+                    }
+                    Expired::End(outcome) => endings.push((job, outcome)),
+                }
+            }
+            arm_all(tx, &arms, now)?;
+            let expires_at = now + request.lock_duration;
+            let claimed = tx.query(
+                "WITH token AS (SELECT nextval('husk_lock_tokens') AS value)
+                 UPDATE husk_jobs j SET state = 2, lock_worker = $1, lock_token = (SELECT value FROM token),
+                        lock_expires_at = $2
+                 FROM (SELECT id FROM husk_jobs WHERE state = 0 AND topic = ANY($3)
+                       ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) c
+                 WHERE j.id = c.id
+                 RETURNING j.id, j.topic, j.input, j.attempt, j.policy, j.enqueued_at, j.lock_token",
+                &[&request.worker, &millis(expires_at), &request.topics, &(request.max as i64)],
+            )?;
+            for row in &claimed {
+                let policy: String = row.get(4);
+                fetched.jobs.push(LockedJob {
+                    lock: Lock { job: JobId(row.get::<_, i64>(0) as u64), token: row.get::<_, i64>(6) as u64 },
+                    topic: row.get(1),
+                    input: row.get(2),
+                    attempt: row.get::<_, i64>(3) as u32,
+                    policy: serde_json::from_str(&policy)?,
+                    enqueued_at: time(row.get(5)),
+                    lock_expires_at: expires_at,
+                });
+            }
+            fetched.jobs.sort_by_key(|j| j.lock.job);
+            let wake = tx.query_one(
+                "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1),
+                        (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2)",
+                &[],
+            )?;
+            let (gate, lock): (Option<i64>, Option<i64>) = (wake.get(0), wake.get(1));
+            fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
+            fetched.ended = end_all(tx, endings, now)?;
+            if !reclaimed {
+                // Only locks were taken: see the module docs.
+                tx.execute("SET LOCAL synchronous_commit = off", &[])?;
+            } else if !arms.is_empty() {
+                notify(tx, &channels.jobs, "")?;
+            }
+            Ok(fetched)
+        })
+    }
+
+    fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
+        self.run_with("report", |tx, channels| {
+            let ids: Vec<i64> = reports.iter().map(|(lock, _)| lock.job.0 as i64).collect();
+            let mut live: HashMap<i64, LiveRow> = tx
+                .query(select_live!("WHERE id = ANY($1) ORDER BY id FOR UPDATE"), &[&ids])?
+                .iter()
+                .map(|row| {
+                    let job = live_row(row);
+                    (job.id, job)
+                })
+                .collect();
+            let mut results = Vec::with_capacity(reports.len());
+            let (mut arms, mut endings, mut ending_slots) = (Vec::new(), Vec::new(), Vec::new());
+            for (lock, report) in reports {
+                let Some(job) = live.remove(&(lock.job.0 as i64)).filter(|job| job.held(lock, now)) else {
+                    results.push(Reported::LockLost);
+                    continue;
+                };
+                let ending = match report {
+                    _ if job.cancel_requested => Outcome::Cancelled,
+                    Report::Completed { output } => Outcome::Completed { output },
+                    Report::End(outcome) => outcome,
+                    Report::ReArm { fault, not_before } => {
+                        let fault = Some(to_json(&fault));
+                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault, gate: Some(not_before) });
+                        results.push(Reported::ReArmed);
+                        continue;
+                    }
+                    Report::Release => {
+                        arms.push(Arm { id: job.id, attempt: job.attempt, fault: None, gate: None });
+                        results.push(Reported::Released);
+                        continue;
+                    }
+                };
+                ending_slots.push(results.len());
+                results.push(Reported::LockLost);
+                endings.push((job, ending));
+            }
+            if arm_all(tx, &arms, now)? {
+                notify(tx, &channels.jobs, "")?;
+            }
+            for (slot, ended) in ending_slots.into_iter().zip(end_all(tx, endings, now)?) {
+                results[slot] = Reported::Ended(Box::new(ended));
+            }
+            Ok(results)
+        })
+    }
+
+    fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {
+        self.run("extend lock", |tx| {
+            let updated = tx.execute(
+                "UPDATE husk_jobs SET lock_expires_at = $3
+                 WHERE id = $1 AND state = 2 AND lock_token = $2 AND lock_expires_at > $4",
+                &[&(lock.job.0 as i64), &(lock.token as i64), &millis(until), &millis(now)],
+            )?;
+            Ok(updated == 1)
+        })
+    }
+
+    fn cancel(&self, id: JobId, now: SystemTime) -> Result<CancelResult, StoreError> {
+        self.run_with("cancel", |tx, channels| {
+            let id = id.0 as i64;
+            let Some(row) = tx.query_opt(select_live!("WHERE id = $1 FOR UPDATE"), &[&id])? else {
+                let ended: bool =
+                    tx.query_one("SELECT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = $1)", &[&id])?.get(0);
+                return Ok(if ended { CancelResult::AlreadyEnded } else { CancelResult::NotFound });
+            };
+            let job = live_row(&row);
+            if job.state == RUNNING {
+                tx.execute("UPDATE husk_jobs SET cancel_requested = TRUE WHERE id = $1", &[&id])?;
+                notify(tx, &channels.cancel, &id.to_string())?;
+                return Ok(CancelResult::Cancelling);
+            }
+            let ended = end_all(tx, vec![(job, Outcome::Cancelled)], now)?;
+            Ok(CancelResult::Cancelled(Box::new(ended.into_iter().next().expect("one ending, one outcome"))))
+        })
+    }
+
+    fn retry_incident(&self, id: JobId, _now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
+        self.run_with("retry incident", |tx, channels| {
+            let id = id.0 as i64;
+            let incident = tx.query_opt(
+                "SELECT seq, generation FROM husk_outcomes WHERE job_id = $1 AND open_incident FOR UPDATE",
+                &[&id],
+            )?;
+            let Some(incident) = incident else {
+                let known: bool = tx
+                    .query_one(
+                        "SELECT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = $1)
+                             OR EXISTS (SELECT 1 FROM husk_jobs WHERE id = $1)",
+                        &[&id],
+                    )?
+                    .get(0);
+                return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
+            };
+            let (seq, generation): (i64, i32) = (incident.get(0), incident.get(1));
+            tx.execute(
+                "INSERT INTO husk_jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at)
+                 SELECT job_id, $2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at
+                 FROM husk_outcomes WHERE seq = $1",
+                &[&seq, &generation],
+            )?;
+            tx.execute("UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE seq = $1", &[&seq])?;
+            notify(tx, &channels.jobs, "")?;
+            Ok(RetryIncidentResult::Requeued)
+        })
+    }
+
+    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
+        self.run("get", |tx| get_record(tx, id.0 as i64))
+    }
+
+    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
+        let limit = filter.limit.unwrap_or(100) as i64;
+        let state = filter.state.map(|s| match s {
+            JobState::Queued => QUEUED,
+            JobState::Gated => super::rows::GATED,
+            JobState::Running => RUNNING,
+            JobState::Terminal => -1,
+        });
+        self.run("list", |tx| {
+            let mut ids: Vec<i64> = Vec::new();
+            if state != Some(-1) {
+                let rows = tx.query(
+                    "SELECT id FROM husk_jobs WHERE ($1::text IS NULL OR topic = $1)
+                     AND ($2::bigint IS NULL OR state = $2) ORDER BY id DESC LIMIT $3",
+                    &[&filter.topic, &state, &limit],
+                )?;
+                ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+            }
+            if state.is_none_or(|s| s == -1) {
+                let rows = tx.query(
+                    "SELECT DISTINCT job_id FROM husk_outcomes o WHERE ($1::text IS NULL OR topic = $1)
+                     AND NOT EXISTS (SELECT 1 FROM husk_jobs j WHERE j.id = o.job_id)
+                     ORDER BY job_id DESC LIMIT $2",
+                    &[&filter.topic, &limit],
+                )?;
+                ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+            }
+            ids.sort_unstable_by(|a, b| b.cmp(a));
+            ids.truncate(limit as usize);
+            let mut records = Vec::with_capacity(ids.len());
+            for id in ids {
+                records.extend(get_record(tx, id)?);
+            }
+            Ok(records)
+        })
+    }
+
+    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.run("incidents", |tx| {
+            let rows = tx.query(select_outcomes!("WHERE open_incident ORDER BY job_id"), &[])?;
+            Ok(rows.iter().map(record_of).collect::<Result<_, _>>()?)
+        })
+    }
+
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
+        self.run("outcomes", |tx| {
+            let rows = tx
+                .query(select_outcomes!("WHERE seq > $1 ORDER BY seq LIMIT $2"), &[&(after as i64), &(limit as i64)])?;
+            Ok(rows.iter().map(|r| outcome_row(r).map(|(o, _, _)| o)).collect::<Result<_, _>>()?)
+        })
+    }
+
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
+        self.run("depths", |tx| {
+            let rows =
+                tx.query("SELECT topic, state, count(*) FROM husk_jobs GROUP BY topic, state ORDER BY topic", &[])?;
+            Ok(depths_of(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()))
+        })
+    }
+
+    fn subscribe(&self, events: Weak<dyn StoreEvents>) {
+        let mut listener = self.listener.lock().unwrap_or_else(|p| p.into_inner());
+        if listener.is_none() {
+            *listener = Some(Listener::start(self.config.clone(), self.name.clone(), self.channels.clone(), events));
+        }
+    }
+}
+
+fn get_record(tx: &mut Tx<'_>, id: i64) -> Result<Option<JobRecord>, PgError> {
+    if let Some(row) = tx.query_opt(select_live!("WHERE id = $1"), &[&id])? {
+        return Ok(Some(live_row(&row).record()?));
+    }
+    let row = tx.query_opt(select_outcomes!("WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"), &[&id])?;
+    Ok(row.as_ref().map(record_of).transpose()?)
+}
+
+/// The connection that `LISTEN`s for other processes' wakes and cancels.
+struct Listener {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Listener {
+    fn start(config: postgres::Config, name: String, channels: Channels, events: Weak<dyn StoreEvents>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("husk-pg-listen".into())
+            .spawn(move || {
+                let mut failures = 0u32;
+                while !flag.load(Ordering::Acquire) && events.strong_count() > 0 {
+                    match listen(&config, &channels, &events, &flag) {
+                        Ok(()) => return,
+                        Err(error) => {
+                            failures = (failures + 1).min(5);
+                            tracing::warn!(store = %name, %error, "listener lost; reconnecting");
+                            // Waiting fetchers still wake at their poll
+                            // timeout meanwhile; nothing is lost.
+                            std::thread::sleep(Duration::from_millis(100 << failures));
+                        }
+                    }
+                }
+            })
+            .expect("spawning the PostgreSQL listener thread");
+        Self { stop, thread: Some(thread) }
+    }
+}
+
+/// Listens until `stop` is set or the dispatcher is gone (`Ok`), or the
+/// connection fails (`Err`).
+fn listen(
+    config: &postgres::Config,
+    channels: &Channels,
+    events: &Weak<dyn StoreEvents>,
+    stop: &AtomicBool,
+) -> Result<(), String> {
+    let mut client = config.connect(NoTls).map_err(|e| describe(&e))?;
+    client
+        .batch_execute(&format!("LISTEN {}; LISTEN {};", channels.jobs, channels.cancel))
+        .map_err(|e| describe(&e))?;
+    // Anything enqueued while (re)connecting: look once.
+    if let Some(events) = events.upgrade() {
+        events.jobs_available();
+    }
+    loop {
+        if stop.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let note = client.notifications().timeout_iter(Duration::from_millis(200)).next().map_err(|e| describe(&e))?;
+        let Some(events) = events.upgrade() else { return Ok(()) };
+        let Some(note) = note else {
+            // No notification: a timeout, or the server went away.
+            if client.is_closed() {
+                return Err("connection closed".into());
+            }
+            continue;
+        };
+        if note.channel() == channels.cancel {
+            if let Ok(id) = note.payload().parse::<u64>() {
+                events.cancel_requested(JobId(id));
+            }
+        } else {
+            events.jobs_available();
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
