@@ -1,5 +1,6 @@
 //! The `husk` command line: `husk run` runs one job, `husk compile`
-//! precompiles a component.
+//! precompiles a component, `husk demo` runs the built-in demo, `husk
+//! serve` runs a config file's topics.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -44,6 +45,19 @@ enum Command {
     Compile(CompileArgs),
     /// Run 10,000 jobs across the example plugins and print a summary.
     Demo(DemoArgs),
+    /// Run the topics of a config file until SIGINT or SIGTERM, then shut
+    /// down gracefully (running jobs get the grace period; the rest are
+    /// released unspent).
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The config file (see the commented `husk.toml` in the repository).
+    #[arg(long, short, default_value = "husk.toml")]
+    config: PathBuf,
+    #[command(flatten)]
+    cache: CacheArgs,
 }
 
 #[derive(Debug, Args)]
@@ -168,6 +182,10 @@ impl Cli {
                 let progress = !args.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
                 let report = crate::demo::run(args.cache.dir(), progress)?;
                 print!("{}", report.table());
+                Ok(ExitCode::SUCCESS)
+            }
+            Command::Serve(args) => {
+                crate::serve::run(&args.config, args.cache.dir())?;
                 Ok(ExitCode::SUCCESS)
             }
         }

@@ -163,20 +163,20 @@ pub enum HostError {
     #[error(transparent)]
     Engine(#[from] EngineError),
     /// A topic's plugin or mapper could not be loaded.
-    #[error("topic `{topic}`: {source}")]
+    #[error("topic `{topic}`: {error}")]
     Plugin {
         /// The topic.
         topic: String,
-        /// Why.
-        source: PluginError,
+        /// Why (in the message, not a separate cause).
+        error: PluginError,
     },
     /// A topic's rules are invalid.
-    #[error("topic `{topic}`: {source}")]
+    #[error("topic `{topic}`: {error}")]
     Rules {
         /// The topic.
         topic: String,
-        /// Why.
-        source: RuleError,
+        /// Why (in the message, not a separate cause).
+        error: RuleError,
     },
     /// Anything else wrong with the configuration.
     #[error("{0}")]
@@ -260,7 +260,7 @@ impl HostBuilder {
                 Runner::Wasm(source) => {
                     let plugin = source
                         .load(&sandbox, World::Operation)
-                        .map_err(|source| HostError::Plugin { topic: topic.name.clone(), source })?;
+                        .map_err(|error| HostError::Plugin { topic: topic.name.clone(), error })?;
                     let handler = WasmHandler::new(sandbox.clone(), plugin.clone(), topic.limits.clone());
                     (Arc::new(handler), Some(plugin))
                 }
@@ -290,11 +290,11 @@ fn load_mapper(sandbox: &Sandbox, topic: &Topic, own: Option<&Plugin>) -> Result
     if !sandbox.engine().config().fuel {
         limits.fuel = None;
     }
-    let plugin_error = |source| HostError::Plugin { topic: topic.name.clone(), source };
+    let plugin_error = |error| HostError::Plugin { topic: topic.name.clone(), error };
     Ok(match &topic.mapper {
         None => None,
         Some(MapperSpec::Rules(rules)) => Some(ErrorMapper::Rules(
-            Rules::new(rules.clone()).map_err(|source| HostError::Rules { topic: topic.name.clone(), source })?,
+            Rules::new(rules.clone()).map_err(|error| HostError::Rules { topic: topic.name.clone(), error })?,
         )),
         Some(MapperSpec::Plugin(source)) => Some(ErrorMapper::Wasm {
             sandbox: sandbox.clone(),

@@ -37,6 +37,7 @@ pub mod bindings;
 pub mod classify;
 pub mod cli;
 pub mod clock;
+pub mod config;
 pub mod demo;
 pub mod dispatch;
 pub mod engine;
@@ -46,6 +47,7 @@ pub mod outcome;
 pub mod plugin;
 pub mod retry;
 pub mod sandbox;
+pub mod serve;
 pub mod store;
 pub mod worker;
 

@@ -17,6 +17,7 @@ mod plugin;
 mod pool;
 mod retry;
 mod rig;
+mod serve;
 mod store;
 mod support;
 mod support_sink;

@@ -95,9 +95,30 @@ fn depths_and_listing_follow_job_states(backend: Backend) {
     assert_eq!(store.list(&ListFilter { limit: Some(2), ..ListFilter::default() }).unwrap().len(), 2);
 }
 
+fn release_requeues_on_the_same_attempt_unless_a_cancel_was_asked(backend: Backend) {
+    let (store, _dir) = backend.store();
+    let ids = store.enqueue(vec![job("t"), job("t")], now()).unwrap();
+    let topics = ["t".to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 2, lock_duration: Duration::from_secs(30) };
+    let fetched = store.fetch_and_lock(request, now()).unwrap().jobs;
+    assert_eq!(fetched.len(), 2);
+    assert_eq!(store.cancel(ids[1], now()).unwrap(), CancelResult::Cancelling);
+    let reports = fetched.iter().map(|j| (j.lock, Report::Release)).collect();
+    let results = store.report(reports, now()).unwrap();
+    assert_eq!(results[0], Reported::Released);
+    assert!(matches!(&results[1], Reported::Ended(o) if o.outcome == Outcome::Cancelled && o.attempts == 1));
+    let released = store.get(ids[0]).unwrap().unwrap();
+    assert_eq!((released.state, released.attempt, released.lock), (JobState::Queued, 1, None));
+    let again = store.fetch_and_lock(request, now()).unwrap().jobs;
+    assert_eq!(again.iter().map(|j| (j.id(), j.attempt)).collect::<Vec<_>>(), vec![(ids[0], 1)]);
+    let stale = store.report(vec![(fetched[0].lock, Report::Release)], now()).unwrap();
+    assert_eq!(stale, vec![Reported::LockLost], "an old lock cannot release the job again");
+}
+
 conformance! {
     outcome_log_is_ordered_and_resumable_by_cursor,
     depths_and_listing_follow_job_states,
+    release_requeues_on_the_same_attempt_unless_a_cancel_was_asked,
 }
 
 #[test]

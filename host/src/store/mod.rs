@@ -269,9 +269,10 @@ pub struct Depth {
     pub running: u64,
 }
 
-/// A failure of the store itself (I/O, a database error).
+/// A failure of the store itself (I/O, a database error), on one line
+/// naming the store.
 #[derive(Debug, thiserror::Error)]
-#[error("job store: {0}")]
+#[error("{0}")]
 pub struct StoreError(pub String);
 
 /// What a store shared by several processes tells the dispatcher of this

@@ -89,7 +89,7 @@ pub struct SqliteStore {
 }
 
 fn err(context: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |e| StoreError(format!("{context}: {e}"))
+    move |e| StoreError(format!("SQLite store: {context}: {e}"))
 }
 
 impl SqliteStore {
