@@ -14,6 +14,7 @@ use crate::engine::{Engine, EngineConfig};
 use crate::fault::body_value;
 use crate::plugin::{Plugin, World};
 use crate::sandbox::{Execution, Job, Limits, RunEnding, Sandbox};
+use crate::store::{Durability, JobStore, MemoryStore, SqliteStore};
 
 /// Exit code of a failure of husk itself or of its input (bad path, not a
 /// component, wrong world, bad JSON).
@@ -65,6 +66,10 @@ struct DemoArgs {
     /// Do not show the progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Where the demo's jobs live: a SQLite file, started afresh (its old
+    /// contents are deleted), or `memory`.
+    #[arg(long, default_value = "husk-data/demo.db")]
+    store: String,
     #[command(flatten)]
     cache: CacheArgs,
 }
@@ -180,7 +185,8 @@ impl Cli {
             Command::Compile(args) => compile(args),
             Command::Demo(args) => {
                 let progress = !args.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
-                let report = crate::demo::run(args.cache.dir(), progress)?;
+                let (store, name) = demo_store(&args.store)?;
+                let report = crate::demo::run(args.cache.dir(), progress, store, name)?;
                 print!("{}", report.table());
                 Ok(ExitCode::SUCCESS)
             }
@@ -190,6 +196,25 @@ impl Cli {
             }
         }
     }
+}
+
+/// The demo's store: `memory`, or a fresh SQLite file.
+fn demo_store(store: &str) -> anyhow::Result<(std::sync::Arc<dyn JobStore>, String)> {
+    if store == "memory" {
+        return Ok((std::sync::Arc::new(MemoryStore::new()), "memory".into()));
+    }
+    let path = PathBuf::from(store);
+    for suffix in ["", "-wal", "-shm"] {
+        let file = PathBuf::from(format!("{store}{suffix}"));
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                bail!("cannot start the demo afresh: cannot remove {}: {e}", file.display())
+            }
+            _ => {}
+        }
+    }
+    let sqlite = SqliteStore::open(&path, Durability::Normal)?;
+    Ok((std::sync::Arc::new(sqlite), format!("SQLite, {} (synchronous=NORMAL)", path.display())))
 }
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {

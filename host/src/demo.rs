@@ -16,6 +16,7 @@ use crate::host::{Host, MapperSpec, PluginSource, Topic};
 use crate::outcome::{OutcomeSink, TerminalOutcome};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::Limits;
+use crate::store::JobStore;
 
 macro_rules! example {
     ($name:literal) => {
@@ -59,6 +60,8 @@ pub struct DemoReport {
     pub p50: Duration,
     /// 99th percentile job latency.
     pub p99: Duration,
+    /// The store the jobs lived in.
+    pub store: String,
 }
 
 /// Runs the demo; `progress` shows a progress bar on the terminal.
@@ -66,7 +69,12 @@ pub struct DemoReport {
 /// # Errors
 ///
 /// When the host cannot be built or a job cannot be enqueued.
-pub fn run(cache_dir: Option<std::path::PathBuf>, progress: bool) -> anyhow::Result<DemoReport> {
+pub fn run(
+    cache_dir: Option<std::path::PathBuf>,
+    progress: bool,
+    store: Arc<dyn JobStore>,
+    store_name: String,
+) -> anyhow::Result<DemoReport> {
     let sink = Arc::new(DemoSink { delivered: AtomicU64::new(0), latencies: Default::default() });
     let quick_retry = RetryPolicySpec::Exponential {
         max_attempts: 3,
@@ -75,6 +83,7 @@ pub fn run(cache_dir: Option<std::path::PathBuf>, progress: bool) -> anyhow::Res
         jitter: true,
     };
     let host = Host::builder()
+        .store(store)
         .engine(EngineConfig { cache_dir, ..EngineConfig::default() })
         .sink(sink.clone())
         .default_retry(quick_retry)
@@ -130,7 +139,7 @@ pub fn run(cache_dir: Option<std::path::PathBuf>, progress: bool) -> anyhow::Res
     let mut latencies = sink.latencies.lock().unwrap_or_else(|p| p.into_inner()).clone();
     latencies.sort();
     let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
-    Ok(DemoReport { totals: dispatcher.totals(), elapsed, p50: at(0.5), p99: at(0.99) })
+    Ok(DemoReport { totals: dispatcher.totals(), elapsed, p50: at(0.5), p99: at(0.99), store: store_name })
 }
 
 impl DemoReport {
@@ -155,6 +164,7 @@ impl DemoReport {
         for (name, value) in rows {
             out.push_str(&format!("  {name:<20} {value:>12}\n"));
         }
+        out.push_str(&format!("\n  store: {}\n", self.store));
         out
     }
 }
