@@ -372,7 +372,8 @@ impl Host {
         self.dispatcher.cancel(id)
     }
 
-    /// The last published snapshot (refreshed every 100 ms while workers run).
+    /// The last published snapshot (refreshed every second while workers run: it counts
+    /// the store's live jobs, which costs a scan of them).
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.dispatcher.snapshot()
     }
@@ -396,7 +397,8 @@ impl Host {
                 if let Err(error) = dispatcher.publish_snapshot() {
                     tracing::warn!(%error, "publishing the status snapshot failed");
                 }
-                std::thread::sleep(Duration::from_millis(100));
+                // Unparked by `shutdown_within`.
+                std::thread::park_timeout(Duration::from_secs(1));
             }
         })?;
         *self.publisher.lock().unwrap_or_else(|p| p.into_inner()) = Some(publisher);
@@ -436,6 +438,7 @@ impl Host {
             pool.stop();
         }
         if let Some(publisher) = self.publisher.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            publisher.thread().unpark();
             let _ = publisher.join();
         }
         in_time

@@ -446,7 +446,7 @@ fn arm_all(tx: &mut Tx<'_>, arms: &[Arm], now: SystemTime) -> Result<bool, postg
 
 /// Ends live jobs (rows already locked by this transaction): records their
 /// outcomes with the next `seq`s and deletes them from the live jobs. The
-/// `seq` counter row is the last thing locked, held until commit.
+/// `seq` counter row is locked last, and held until commit.
 fn end_all(
     tx: &mut Tx<'_>,
     endings: Vec<(LiveRow, Outcome)>,
@@ -456,28 +456,34 @@ fn end_all(
         return Ok(Vec::new());
     }
     let count = endings.len() as i64;
-    let last: i64 = tx
-        .query_one("UPDATE husk_meta SET value = value + $1 WHERE key = 'outcome_seq' RETURNING value", &[&count])?
-        .get(0);
-    let first = last - count + 1;
     let ids: Vec<i64> = endings.iter().map(|(job, _)| job.id).collect();
-    let seqs: Vec<i64> = (first..=last).collect();
+    let offsets: Vec<i64> = (1..=count).collect();
     let attempts: Vec<i64> = endings.iter().map(|(job, _)| i64::from(job.attempts_made())).collect();
     let outcomes: Vec<String> = endings.iter().map(|(_, outcome)| to_json(outcome)).collect();
     let faults: Vec<Option<String>> = endings.iter().map(|(job, outcome)| job.outcome_fault(outcome)).collect();
     let incidents: Vec<bool> = endings.iter().map(|(_, outcome)| matches!(outcome, Outcome::Failed { .. })).collect();
-    tx.execute(
-        "WITH ended AS (
-             DELETE FROM husk_jobs WHERE id = ANY($1) RETURNING id, generation, topic, enqueued_at, policy, input)
-         INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at, outcome,
-                                    policy, last_fault, open_incident, input)
-         SELECT r.seq, e.id, e.generation, e.topic, r.attempts, e.enqueued_at, $7, r.outcome, e.policy,
-                r.last_fault, r.incident, CASE WHEN r.incident THEN e.input END
-         FROM ended e
-         JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
-              AS r(id, seq, attempts, outcome, last_fault, incident) ON r.id = e.id",
-        &[&ids, &seqs, &attempts, &outcomes, &faults, &incidents, &millis(now)],
+    // One round trip: take `count` seqs from the counter row (locked until
+    // commit), delete the jobs, insert their outcomes.
+    let row = tx.query_one(
+        "WITH counter AS (
+             UPDATE husk_meta SET value = value + $8 WHERE key = 'outcome_seq' RETURNING value - $8 AS base),
+         ended AS (
+             DELETE FROM husk_jobs WHERE id = ANY($1) RETURNING id, generation, topic, enqueued_at, policy, input),
+         inserted AS (
+             INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at, outcome,
+                                        policy, last_fault, open_incident, input)
+             SELECT (SELECT base FROM counter) + r.pos, e.id, e.generation, e.topic, r.attempts, e.enqueued_at,
+                    $7, r.outcome, e.policy, r.last_fault, r.incident, CASE WHEN r.incident THEN e.input END
+             FROM ended e
+             JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
+                  AS r(id, pos, attempts, outcome, last_fault, incident) ON r.id = e.id
+             RETURNING 1)
+         SELECT (SELECT base FROM counter), (SELECT count(*) FROM inserted)",
+        &[&ids, &offsets, &attempts, &outcomes, &faults, &incidents, &millis(now), &count],
     )?;
+    let (base, inserted): (i64, i64) = (row.get(0), row.get(1));
+    debug_assert_eq!(inserted, count, "every ended job was live and locked by this transaction");
+    let seqs: Vec<i64> = offsets.iter().map(|offset| base + offset).collect();
     Ok(endings.into_iter().zip(seqs).map(|((job, outcome), seq)| job.terminal(seq, outcome, now)).collect())
 }
 
@@ -520,13 +526,19 @@ impl JobStore for PostgresStore {
     fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
         self.run_with("fetch", |tx, channels| {
             let now_ms = millis(now);
-            tx.execute(
-                "UPDATE husk_jobs SET state = 0, not_before = NULL WHERE id IN (
-                     SELECT id FROM husk_jobs WHERE state = 1 AND not_before <= $1 FOR UPDATE SKIP LOCKED)",
-                &[&now_ms],
-            )?;
+            // One round trip: open the gates that passed, and lock the jobs
+            // whose lock expired.
             let expired: Vec<LiveRow> = tx
-                .query(select_live!("WHERE state = 2 AND lock_expires_at <= $1 FOR UPDATE SKIP LOCKED"), &[&now_ms])?
+                .query(
+                    concat!(
+                        "WITH opened AS (UPDATE husk_jobs SET state = 0, not_before = NULL WHERE id = ANY(ARRAY(
+                             SELECT id FROM husk_jobs WHERE state = 1 AND not_before <= $1 FOR UPDATE SKIP LOCKED)))
+                         SELECT ",
+                        live_columns!(),
+                        " FROM husk_jobs WHERE state = 2 AND lock_expires_at <= $1 FOR UPDATE SKIP LOCKED"
+                    ),
+                    &[&now_ms],
+                )?
                 .iter()
                 .map(live_row)
                 .collect();
@@ -543,42 +555,57 @@ impl JobStore for PostgresStore {
             }
             arm_all(tx, &arms, now)?;
             let expires_at = now + request.lock_duration;
-            let claimed = tx.query(
-                "WITH token AS (SELECT nextval('husk_lock_tokens') AS value)
-                 UPDATE husk_jobs j SET state = 2, lock_worker = $1, lock_token = (SELECT value FROM token),
-                        lock_expires_at = $2
-                 FROM (SELECT id FROM husk_jobs WHERE state = 0 AND topic = ANY($3)
-                       ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) c
-                 WHERE j.id = c.id
-                 RETURNING j.id, j.topic, j.input, j.attempt, j.policy, j.enqueued_at, j.lock_token",
-                &[&request.worker, &millis(expires_at), &request.topics, &(request.max as i64)],
-            )?;
-            for row in &claimed {
-                let policy: String = row.get(4);
-                fetched.jobs.push(LockedJob {
-                    lock: Lock { job: JobId(row.get::<_, i64>(0) as u64), token: row.get::<_, i64>(6) as u64 },
-                    topic: row.get(1),
-                    input: row.get(2),
-                    attempt: row.get::<_, i64>(3) as u32,
-                    policy: serde_json::from_str(&policy)?,
-                    enqueued_at: time(row.get(5)),
-                    lock_expires_at: expires_at,
-                });
+            for topic in request.topics {
+                let remaining = request.max.saturating_sub(fetched.jobs.len());
+                if remaining == 0 {
+                    break;
+                }
+                let claimed = tx.query(
+                    // One topic per claim: the (topic, id) index then yields
+                    // ids in order and the LIMIT stops the scan. `= ANY(ARRAY
+                    // (...))`, not a join: the claimed ids are looked up by key
+                    // (a join's generic plan scans the whole table).
+                    // Claims alone commit asynchronously (see the module docs).
+                    "WITH token AS (SELECT nextval('husk_lock_tokens') AS value,
+                                           set_config('synchronous_commit', 'off', true))
+                     UPDATE husk_jobs SET state = 2, lock_worker = $1, lock_token = (SELECT value FROM token),
+                            lock_expires_at = $2
+                     WHERE id = ANY(ARRAY(SELECT id FROM husk_jobs WHERE state = 0 AND topic = $3
+                                          ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED))
+                     RETURNING id, input, attempt, policy, enqueued_at, lock_token",
+                    &[&request.worker, &millis(expires_at), topic, &(remaining as i64)],
+                )?;
+                for row in &claimed {
+                    let policy: String = row.get(3);
+                    fetched.jobs.push(LockedJob {
+                        lock: Lock { job: JobId(row.get::<_, i64>(0) as u64), token: row.get::<_, i64>(5) as u64 },
+                        topic: topic.clone(),
+                        input: row.get(1),
+                        attempt: row.get::<_, i64>(2) as u32,
+                        policy: serde_json::from_str(&policy)?,
+                        enqueued_at: time(row.get(4)),
+                        lock_expires_at: expires_at,
+                    });
+                }
             }
             fetched.jobs.sort_by_key(|j| j.lock.job);
-            let wake = tx.query_one(
-                "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1),
-                        (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2)",
-                &[],
-            )?;
-            let (gate, lock): (Option<i64>, Option<i64>) = (wake.get(0), wake.get(1));
-            fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
-            fetched.ended = end_all(tx, endings, now)?;
-            if !reclaimed {
-                // Only locks were taken: see the module docs.
-                tx.execute("SET LOCAL synchronous_commit = off", &[])?;
-            } else if !arms.is_empty() {
-                notify(tx, &channels.jobs, "")?;
+            if fetched.jobs.is_empty() {
+                // The caller waits: until when.
+                let wake = tx.query_one(
+                    "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1),
+                            (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2)",
+                    &[],
+                )?;
+                let (gate, lock): (Option<i64>, Option<i64>) = (wake.get(0), wake.get(1));
+                fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
+            }
+            if reclaimed {
+                // Attempts were spent and jobs ended: commit durably.
+                tx.execute("SELECT set_config('synchronous_commit', 'on', true)", &[])?;
+                fetched.ended = end_all(tx, endings, now)?;
+                if !arms.is_empty() {
+                    notify(tx, &channels.jobs, "")?;
+                }
             }
             Ok(fetched)
         })
