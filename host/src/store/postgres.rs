@@ -89,6 +89,21 @@ CREATE INDEX husk_outcomes_incidents ON husk_outcomes (job_id) WHERE open_incide
 /// Key of the advisory lock that serializes migrations of concurrent starts.
 const MIGRATION_LOCK: i64 = 0x6875_736b_0001;
 
+/// `SELECT <live columns> FROM husk_jobs` followed by `rest`, as a
+/// `&'static str` (statements are cached by their text).
+macro_rules! select_live {
+    ($rest:literal) => {
+        concat!("SELECT ", live_columns!(), " FROM husk_jobs ", $rest)
+    };
+}
+
+/// Same, for outcome rows.
+macro_rules! select_outcomes {
+    ($rest:literal) => {
+        concat!("SELECT ", outcome_columns!(), " FROM husk_outcomes ", $rest)
+    };
+}
+
 /// How to reach the database.
 #[derive(Debug, Clone)]
 pub struct PostgresConfig {
@@ -156,6 +171,20 @@ impl r2d2::ManageConnection for Manager {
     }
 }
 
+/// The prepared statement of `sql` on this connection, preparing it once.
+fn cached(
+    statements: &mut HashMap<&'static str, Statement>,
+    sql: &'static str,
+    prepare: impl FnOnce(&str) -> Result<Statement, postgres::Error>,
+) -> Result<Statement, postgres::Error> {
+    if let Some(statement) = statements.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = prepare(sql)?;
+    statements.insert(sql, statement.clone());
+    Ok(statement)
+}
+
 /// A transaction with the connection's statement cache.
 struct Tx<'a> {
     tx: postgres::Transaction<'a>,
@@ -164,12 +193,7 @@ struct Tx<'a> {
 
 impl Tx<'_> {
     fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self.tx.prepare(sql)?;
-        self.statements.insert(sql, statement.clone());
-        Ok(statement)
+        cached(self.statements, sql, |sql| self.tx.prepare(sql))
     }
 
     fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, postgres::Error> {
@@ -282,8 +306,13 @@ impl PostgresStore {
             client
                 .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
                 .map_err(|e| fail("cannot create the schema", describe(&e)))?;
-            pg.options(&format!("-c search_path={schema}"));
         }
+        // Claims must scan the (topic, id) index in order and stop at their
+        // LIMIT. With stale statistics (a burst of enqueues since the last
+        // ANALYZE) the planner may prefer a bitmap scan that reads and sorts
+        // every queued job; husk's statements never need bitmap scans.
+        let search_path = config.schema.as_ref().map(|s| format!(" -c search_path={s}")).unwrap_or_default();
+        pg.options(&format!("-c enable_bitmapscan=off{search_path}"));
         let mut client = pg.connect(NoTls).map_err(|e| fail("cannot connect", describe(&e)))?;
         migrate(&mut client).map_err(|e| match e {
             MigrateError::Newer(version) => StoreError(format!(
@@ -304,6 +333,122 @@ impl PostgresStore {
     /// The database, password redacted.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Completes, in one statement committed on its own, every
+    /// `Report::Completed` whose lock is held and whose job has no cancel
+    /// asked: deletes the jobs and logs their outcomes. Returns how many,
+    /// and each report's result (`None`: not applied here).
+    fn report_completed(
+        &self,
+        reports: &[(Lock, Report)],
+        now: SystemTime,
+    ) -> Result<(usize, Vec<Option<Reported>>), StoreError> {
+        let mut results: Vec<Option<Reported>> = vec![None; reports.len()];
+        let (mut slots, mut ids, mut tokens, mut outcomes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (slot, (lock, report)) in reports.iter().enumerate() {
+            if let Report::Completed { output } = report {
+                slots.push(slot as i64);
+                ids.push(lock.job.0 as i64);
+                tokens.push(lock.token as i64);
+                outcomes.push(to_json(&Outcome::Completed { output: output.clone() }));
+            }
+        }
+        if ids.is_empty() {
+            return Ok((0, results));
+        }
+        let fail = |e: String| StoreError(format!("PostgreSQL store {}: report: {e}", self.name));
+        let mut conn = self.pool.get().map_err(|e| fail(e.to_string()))?;
+        let PgConn { client, statements } = &mut *conn;
+        // The DELETE checks the lock itself, so no prior SELECT ... FOR
+        // UPDATE is needed; the seq counter row is locked after the job rows
+        // (its new value needs the count of deleted rows).
+        let sql = "WITH r AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[])
+                                          AS r(slot, id, token, outcome)),
+             ended AS (
+                 DELETE FROM husk_jobs j USING r
+                 WHERE j.id = r.id AND j.state = 2 AND j.lock_token = r.token AND j.lock_expires_at > $5
+                       AND NOT j.cancel_requested
+                 RETURNING j.id, j.generation, j.topic, j.attempt, j.enqueued_at, j.policy, j.last_fault,
+                           r.outcome, r.slot),
+             counter AS (
+                 UPDATE husk_meta SET value = value + (SELECT count(*) FROM ended) WHERE key = 'outcome_seq'
+                 RETURNING value - (SELECT count(*) FROM ended) AS base),
+             numbered AS (
+                 SELECT e.*, (SELECT base FROM counter) + row_number() OVER (ORDER BY e.slot) AS seq FROM ended e),
+             inserted AS (
+                 INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at,
+                                            outcome, policy, last_fault, open_incident)
+                 SELECT seq, id, generation, topic, attempt, enqueued_at, $5, outcome, policy, last_fault, FALSE
+                 FROM numbered)
+             SELECT slot, seq, id, topic, attempt, enqueued_at FROM numbered";
+        let statement = cached(statements, sql, |sql| client.prepare(sql)).map_err(|e| fail(describe(&e)))?;
+        let rows = client
+            .query(&statement, &[&slots, &ids, &tokens, &outcomes, &millis(now)])
+            .map_err(|e| fail(describe(&e)))?;
+        for row in &rows {
+            let slot = row.get::<_, i64>(0) as usize;
+            let Report::Completed { output } = &reports[slot].1 else { unreachable!("only completions are sent") };
+            results[slot] = Some(Reported::Ended(Box::new(TerminalOutcome {
+                seq: row.get::<_, i64>(1) as u64,
+                job_id: JobId(row.get::<_, i64>(2) as u64),
+                topic: row.get(3),
+                attempts: row.get::<_, i64>(4) as u32,
+                enqueued_at: time(row.get(5)),
+                finished_at: now,
+                outcome: Outcome::Completed { output: output.clone() },
+            })));
+        }
+        Ok((rows.len(), results))
+    }
+
+    /// Applies reports after locking their jobs (`SELECT ... FOR UPDATE`).
+    fn report_locked(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
+        self.run_with("report", |tx, channels| {
+            let ids: Vec<i64> = reports.iter().map(|(lock, _)| lock.job.0 as i64).collect();
+            let mut live: HashMap<i64, LiveRow> = tx
+                .query(select_live!("WHERE id = ANY($1) ORDER BY id FOR UPDATE"), &[&ids])?
+                .iter()
+                .map(|row| {
+                    let job = live_row(row);
+                    (job.id, job)
+                })
+                .collect();
+            let mut results = Vec::with_capacity(reports.len());
+            let (mut arms, mut endings, mut ending_slots) = (Vec::new(), Vec::new(), Vec::new());
+            for (lock, report) in reports {
+                let Some(job) = live.remove(&(lock.job.0 as i64)).filter(|job| job.held(lock, now)) else {
+                    results.push(Reported::LockLost);
+                    continue;
+                };
+                let ending = match report {
+                    _ if job.cancel_requested => Outcome::Cancelled,
+                    Report::Completed { output } => Outcome::Completed { output },
+                    Report::End(outcome) => outcome,
+                    Report::ReArm { fault, not_before } => {
+                        let fault = Some(to_json(&fault));
+                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault, gate: Some(not_before) });
+                        results.push(Reported::ReArmed);
+                        continue;
+                    }
+                    Report::Release => {
+                        arms.push(Arm { id: job.id, attempt: job.attempt, fault: None, gate: None });
+                        results.push(Reported::Released);
+                        continue;
+                    }
+                };
+                ending_slots.push(results.len());
+                results.push(Reported::LockLost);
+                endings.push((job, ending));
+            }
+            if arm_all(tx, &arms, now)? {
+                notify(tx, &channels.jobs, "")?;
+            }
+            for (slot, ended) in ending_slots.into_iter().zip(end_all(tx, endings, now)?) {
+                results[slot] = Reported::Ended(Box::new(ended));
+            }
+            Ok(results)
+        })
     }
 
     fn run<R>(&self, what: &str, f: impl FnOnce(&mut Tx<'_>) -> Result<R, PgError>) -> Result<R, StoreError> {
@@ -376,21 +521,6 @@ fn live_row(row: &Row) -> LiveRow {
         lock_token: row.get(10),
         lock_expires_at: row.get(11),
     }
-}
-
-/// `SELECT <live columns> FROM husk_jobs` followed by `rest`, as a
-/// `&'static str` (statements are cached by their text).
-macro_rules! select_live {
-    ($rest:literal) => {
-        concat!("SELECT ", live_columns!(), " FROM husk_jobs ", $rest)
-    };
-}
-
-/// Same, for outcome rows.
-macro_rules! select_outcomes {
-    ($rest:literal) => {
-        concat!("SELECT ", outcome_columns!(), " FROM husk_outcomes ", $rest)
-    };
 }
 
 fn outcome_row(row: &Row) -> Result<(TerminalOutcome, String, Option<String>), serde_json::Error> {
@@ -612,51 +742,17 @@ impl JobStore for PostgresStore {
     }
 
     fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
-        self.run_with("report", |tx, channels| {
-            let ids: Vec<i64> = reports.iter().map(|(lock, _)| lock.job.0 as i64).collect();
-            let mut live: HashMap<i64, LiveRow> = tx
-                .query(select_live!("WHERE id = ANY($1) ORDER BY id FOR UPDATE"), &[&ids])?
-                .iter()
-                .map(|row| {
-                    let job = live_row(row);
-                    (job.id, job)
-                })
-                .collect();
-            let mut results = Vec::with_capacity(reports.len());
-            let (mut arms, mut endings, mut ending_slots) = (Vec::new(), Vec::new(), Vec::new());
-            for (lock, report) in reports {
-                let Some(job) = live.remove(&(lock.job.0 as i64)).filter(|job| job.held(lock, now)) else {
-                    results.push(Reported::LockLost);
-                    continue;
-                };
-                let ending = match report {
-                    _ if job.cancel_requested => Outcome::Cancelled,
-                    Report::Completed { output } => Outcome::Completed { output },
-                    Report::End(outcome) => outcome,
-                    Report::ReArm { fault, not_before } => {
-                        let fault = Some(to_json(&fault));
-                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault, gate: Some(not_before) });
-                        results.push(Reported::ReArmed);
-                        continue;
-                    }
-                    Report::Release => {
-                        arms.push(Arm { id: job.id, attempt: job.attempt, fault: None, gate: None });
-                        results.push(Reported::Released);
-                        continue;
-                    }
-                };
-                ending_slots.push(results.len());
-                results.push(Reported::LockLost);
-                endings.push((job, ending));
+        let (completed, mut results) = self.report_completed(&reports, now)?;
+        if completed < reports.len() {
+            // The rest (faults, releases, cancelled or lost locks) in a
+            // transaction.
+            let (slots, rest): (Vec<usize>, Vec<(Lock, Report)>) =
+                reports.into_iter().enumerate().filter(|(i, _)| results[*i].is_none()).unzip();
+            for (slot, result) in slots.into_iter().zip(self.report_locked(rest, now)?) {
+                results[slot] = Some(result);
             }
-            if arm_all(tx, &arms, now)? {
-                notify(tx, &channels.jobs, "")?;
-            }
-            for (slot, ended) in ending_slots.into_iter().zip(end_all(tx, endings, now)?) {
-                results[slot] = Reported::Ended(Box::new(ended));
-            }
-            Ok(results)
-        })
+        }
+        Ok(results.into_iter().map(|r| r.expect("every report applied")).collect())
     }
 
     fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {
