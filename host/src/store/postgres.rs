@@ -2,9 +2,13 @@
 //! sharing one database.
 //!
 //! - Claims lock rows with `FOR UPDATE SKIP LOCKED`: concurrent fetchers
-//!   never wait on each other's rows and never take the same job. A report
-//!   re-checks the lock token under `FOR UPDATE`, so a job is ended or
-//!   re-armed only by the holder of its current lock.
+//!   never wait on each other's rows and never take the same job. A claim
+//!   takes queued jobs and gated jobs whose gate has passed, one statement
+//!   per topic; expired locks are reclaimed by a fetch that finds nothing to
+//!   claim, and at least once a second by the others. A report checks the
+//!   lock token in the statement that applies it (the `DELETE` of a
+//!   completion, or under `FOR UPDATE`), so a job is ended or re-armed only
+//!   by the holder of its current lock.
 //! - Wakes: an enqueue, re-arm or retried incident sends `NOTIFY husk_jobs`;
 //!   a cancel of a running job sends `NOTIFY husk_cancel` with its id (both
 //!   suffixed `_<schema>` when a schema is configured). One
@@ -85,6 +89,10 @@ CREATE TABLE husk_outcomes (
 );
 CREATE INDEX husk_outcomes_incidents ON husk_outcomes (job_id) WHERE open_incident;
 "#];
+
+/// How often (clock time) a fetch that claims jobs also reclaims expired
+/// locks; a fetch that finds nothing to claim always does.
+const RECLAIM_EVERY: Duration = Duration::from_secs(1);
 
 /// Key of the advisory lock that serializes migrations of concurrent starts.
 const MIGRATION_LOCK: i64 = 0x6875_736b_0001;
@@ -258,6 +266,7 @@ pub struct PostgresStore {
     config: postgres::Config,
     pool: r2d2::Pool<Manager>,
     channels: Channels,
+    last_reclaim: Mutex<Option<SystemTime>>,
     listener: Mutex<Option<Listener>>,
 }
 
@@ -327,7 +336,7 @@ impl PostgresStore {
             .connection_timeout(config.connect_timeout)
             .build(Manager { config: pg.clone() })
             .map_err(|e| fail("cannot open the connection pool", e.to_string()))?;
-        Ok(Self { name, config: pg, pool, channels, listener: Mutex::new(None) })
+        Ok(Self { name, config: pg, pool, channels, last_reclaim: Mutex::new(None), listener: Mutex::new(None) })
     }
 
     /// The database, password redacted.
@@ -448,6 +457,80 @@ impl PostgresStore {
                 results[slot] = Reported::Ended(Box::new(ended));
             }
             Ok(results)
+        })
+    }
+
+    /// Whether this fetch should also reclaim expired locks: at most once a
+    /// second of clock time on the hot path (and always when nothing is
+    /// claimable).
+    fn reclaim_due(&self, now: SystemTime) -> bool {
+        let mut last = self.last_reclaim.lock().unwrap_or_else(|p| p.into_inner());
+        let due = last.is_none_or(|at| now < at || now >= at + RECLAIM_EVERY);
+        if due {
+            *last = Some(now);
+        }
+        due
+    }
+
+    /// Claims without reclaiming, each topic's claim committed on its own.
+    fn claim_autocommit(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Vec<LockedJob>, StoreError> {
+        let fail = |e: String| StoreError(format!("PostgreSQL store {}: fetch: {e}", self.name));
+        let mut conn = self.pool.get().map_err(|e| fail(e.to_string()))?;
+        let PgConn { client, statements } = &mut *conn;
+        claim(request, now, |sql, params| {
+            let statement = cached(statements, sql, |sql| client.prepare(sql))?;
+            client.query(&statement, params)
+        })
+        .map_err(|e| match e {
+            PgError::Db(e) => fail(describe(&e)),
+            PgError::Json(e) => fail(format!("unreadable stored value: {e}")),
+        })
+    }
+
+    /// A fetch in one transaction: reclaims expired locks, claims, and when
+    /// nothing was claimed computes when to wake.
+    fn fetch_reclaiming(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
+        self.run_with("fetch", |tx, channels| {
+            let now_ms = millis(now);
+            let expired: Vec<LiveRow> = tx
+                .query(select_live!("WHERE state = 2 AND lock_expires_at <= $1 FOR UPDATE SKIP LOCKED"), &[&now_ms])?
+                .iter()
+                .map(live_row)
+                .collect();
+            let reclaimed = !expired.is_empty();
+            let (mut arms, mut endings) = (Vec::new(), Vec::new());
+            for job in expired {
+                match job.expire()? {
+                    Expired::ReArm { fault, gate } => {
+                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault: Some(fault), gate: Some(gate) });
+                    }
+                    Expired::End(outcome) => endings.push((job, outcome)),
+                }
+            }
+            arm_all(tx, &arms, now)?;
+            let mut fetched =
+                Fetched { jobs: claim(request, now, |sql, params| tx.query(sql, params))?, ..Fetched::default() };
+            if fetched.jobs.is_empty() {
+                // The caller waits: until the next gate opens or lock expires
+                // (of any topic). Gates already open are claimed by their
+                // topics' fetches, not counted here.
+                let wake = tx.query_one(
+                    "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1 AND not_before > $1),
+                            (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2 AND lock_expires_at > $1)",
+                    &[&now_ms],
+                )?;
+                let (gate, lock): (Option<i64>, Option<i64>) = (wake.get(0), wake.get(1));
+                fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
+            }
+            if reclaimed {
+                // Attempts were spent and jobs ended: commit durably.
+                tx.execute("SELECT set_config('synchronous_commit', 'on', true)", &[])?;
+                fetched.ended = end_all(tx, endings, now)?;
+                if !arms.is_empty() {
+                    notify(tx, &channels.jobs, "")?;
+                }
+            }
+            Ok(fetched)
         })
     }
 
@@ -617,6 +700,57 @@ fn end_all(
     Ok(endings.into_iter().zip(seqs).map(|((job, outcome), seq)| job.terminal(seq, outcome, now)).collect())
 }
 
+/// Claims up to `request.max` jobs, topic by topic: queued jobs and gated
+/// jobs whose gate has passed, oldest first. `query` runs a statement (in a
+/// transaction or on its own).
+fn claim(
+    request: FetchRequest<'_>,
+    now: SystemTime,
+    mut query: impl FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, postgres::Error>,
+) -> Result<Vec<LockedJob>, PgError> {
+    let expires_at = now + request.lock_duration;
+    let mut jobs = Vec::new();
+    for topic in request.topics {
+        let remaining = request.max.saturating_sub(jobs.len());
+        if remaining == 0 {
+            break;
+        }
+        let claimed = query(
+            // One topic per claim: the (topic, id) index then yields ids in
+            // order and the LIMIT stops the scan. `= ANY(ARRAY(...))`, not a
+            // join: claimed ids are looked up by key (a join's generic plan
+            // scans the whole table). Claims commit asynchronously (see the
+            // module docs).
+            "WITH token AS (SELECT nextval('husk_lock_tokens') AS value,
+                                   set_config('synchronous_commit', 'off', true)),
+                  ready AS (SELECT id FROM husk_jobs WHERE state = 0 AND topic = $3
+                            ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),
+                  due AS (SELECT id FROM husk_jobs WHERE state = 1 AND not_before <= $5 AND topic = $3
+                          ORDER BY not_before LIMIT $4 FOR UPDATE SKIP LOCKED)
+             UPDATE husk_jobs SET state = 2, not_before = NULL, lock_worker = $1,
+                    lock_token = (SELECT value FROM token), lock_expires_at = $2
+             WHERE id = ANY(ARRAY(SELECT id FROM (SELECT id FROM ready UNION ALL SELECT id FROM due) c
+                                  ORDER BY id LIMIT $4))
+             RETURNING id, input, attempt, policy, enqueued_at, lock_token",
+            &[&request.worker, &millis(expires_at), topic, &(remaining as i64), &millis(now)],
+        )?;
+        for row in &claimed {
+            let policy: String = row.get(3);
+            jobs.push(LockedJob {
+                lock: Lock { job: JobId(row.get::<_, i64>(0) as u64), token: row.get::<_, i64>(5) as u64 },
+                topic: topic.clone(),
+                input: row.get(1),
+                attempt: row.get::<_, i64>(2) as u32,
+                policy: serde_json::from_str(&policy)?,
+                enqueued_at: time(row.get(4)),
+                lock_expires_at: expires_at,
+            });
+        }
+    }
+    jobs.sort_by_key(|j| j.lock.job);
+    Ok(jobs)
+}
+
 fn notify(tx: &mut Tx<'_>, channel: &str, payload: &str) -> Result<(), postgres::Error> {
     tx.execute("SELECT pg_notify($1, $2)", &[&channel, &payload]).map(drop)
 }
@@ -654,91 +788,16 @@ impl JobStore for PostgresStore {
     }
 
     fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
-        self.run_with("fetch", |tx, channels| {
-            let now_ms = millis(now);
-            // One round trip: open the gates that passed, and lock the jobs
-            // whose lock expired.
-            let expired: Vec<LiveRow> = tx
-                .query(
-                    concat!(
-                        "WITH opened AS (UPDATE husk_jobs SET state = 0, not_before = NULL WHERE id = ANY(ARRAY(
-                             SELECT id FROM husk_jobs WHERE state = 1 AND not_before <= $1 FOR UPDATE SKIP LOCKED)))
-                         SELECT ",
-                        live_columns!(),
-                        " FROM husk_jobs WHERE state = 2 AND lock_expires_at <= $1 FOR UPDATE SKIP LOCKED"
-                    ),
-                    &[&now_ms],
-                )?
-                .iter()
-                .map(live_row)
-                .collect();
-            let mut fetched = Fetched::default();
-            let reclaimed = !expired.is_empty();
-            let (mut arms, mut endings) = (Vec::new(), Vec::new());
-            for job in expired {
-                match job.expire()? {
-                    Expired::ReArm { fault, gate } => {
-                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault: Some(fault), gate: Some(gate) });
-                    }
-                    Expired::End(outcome) => endings.push((job, outcome)),
-                }
+        if !self.reclaim_due(now) {
+            // The hot path: claims only, each one statement committed on its
+            // own; when nothing is claimable, the full path below computes
+            // when to wake (and reclaims expired locks).
+            let jobs = self.claim_autocommit(request, now)?;
+            if !jobs.is_empty() {
+                return Ok(Fetched { jobs, ..Fetched::default() });
             }
-            arm_all(tx, &arms, now)?;
-            let expires_at = now + request.lock_duration;
-            for topic in request.topics {
-                let remaining = request.max.saturating_sub(fetched.jobs.len());
-                if remaining == 0 {
-                    break;
-                }
-                let claimed = tx.query(
-                    // One topic per claim: the (topic, id) index then yields
-                    // ids in order and the LIMIT stops the scan. `= ANY(ARRAY
-                    // (...))`, not a join: the claimed ids are looked up by key
-                    // (a join's generic plan scans the whole table).
-                    // Claims alone commit asynchronously (see the module docs).
-                    "WITH token AS (SELECT nextval('husk_lock_tokens') AS value,
-                                           set_config('synchronous_commit', 'off', true))
-                     UPDATE husk_jobs SET state = 2, lock_worker = $1, lock_token = (SELECT value FROM token),
-                            lock_expires_at = $2
-                     WHERE id = ANY(ARRAY(SELECT id FROM husk_jobs WHERE state = 0 AND topic = $3
-                                          ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED))
-                     RETURNING id, input, attempt, policy, enqueued_at, lock_token",
-                    &[&request.worker, &millis(expires_at), topic, &(remaining as i64)],
-                )?;
-                for row in &claimed {
-                    let policy: String = row.get(3);
-                    fetched.jobs.push(LockedJob {
-                        lock: Lock { job: JobId(row.get::<_, i64>(0) as u64), token: row.get::<_, i64>(5) as u64 },
-                        topic: topic.clone(),
-                        input: row.get(1),
-                        attempt: row.get::<_, i64>(2) as u32,
-                        policy: serde_json::from_str(&policy)?,
-                        enqueued_at: time(row.get(4)),
-                        lock_expires_at: expires_at,
-                    });
-                }
-            }
-            fetched.jobs.sort_by_key(|j| j.lock.job);
-            if fetched.jobs.is_empty() {
-                // The caller waits: until when.
-                let wake = tx.query_one(
-                    "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1),
-                            (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2)",
-                    &[],
-                )?;
-                let (gate, lock): (Option<i64>, Option<i64>) = (wake.get(0), wake.get(1));
-                fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
-            }
-            if reclaimed {
-                // Attempts were spent and jobs ended: commit durably.
-                tx.execute("SELECT set_config('synchronous_commit', 'on', true)", &[])?;
-                fetched.ended = end_all(tx, endings, now)?;
-                if !arms.is_empty() {
-                    notify(tx, &channels.jobs, "")?;
-                }
-            }
-            Ok(fetched)
-        })
+        }
+        self.fetch_reclaiming(request, now)
     }
 
     fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
