@@ -170,3 +170,20 @@ fn sqlite_refuses_garbage_and_newer_schemas_naming_the_file() {
     let error = SqliteStore::open(&newer, Durability::Normal).unwrap_err().to_string();
     assert!(error.contains("newer.db") && error.contains("newer husk"), "{error}");
 }
+
+#[test]
+fn postgres_refuses_a_newer_schema_naming_the_url_and_changes_nothing() {
+    let Some(url) = crate::rig::pg::url() else { return };
+    let schema = crate::rig::pg::TestSchema::new(url);
+    let id = schema.open().enqueue(vec![job("t")], now()).unwrap()[0];
+    let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+    let set_version = format!("UPDATE {}.husk_meta SET value = 99 WHERE key = 'schema_version'", schema.name);
+    client.batch_execute(&set_version).unwrap();
+    let error = husk_host::store::PostgresStore::open(&schema.config()).unwrap_err().to_string();
+    assert!(error.contains(&husk_host::store::redact_url(url)) && error.contains("newer husk"), "{error}");
+    assert!(!error.contains('\n') && !error.contains(":husk@"), "one line, password redacted: {error}");
+    let count = format!("SELECT count(*) FROM {}.husk_jobs WHERE id = $1", schema.name);
+    assert_eq!(client.query_one(&count, &[&(id.0 as i64)]).unwrap().get::<_, i64>(0), 1, "the job is still there");
+    let version = format!("SELECT value FROM {}.husk_meta WHERE key = 'schema_version'", schema.name);
+    assert_eq!(client.query_one(&version, &[]).unwrap().get::<_, i64>(0), 99, "the version is untouched");
+}
