@@ -187,3 +187,44 @@ fn postgres_refuses_a_newer_schema_naming_the_url_and_changes_nothing() {
     let version = format!("SELECT value FROM {}.husk_meta WHERE key = 'schema_version'", schema.name);
     assert_eq!(client.query_one(&version, &[]).unwrap().get::<_, i64>(0), 99, "the version is untouched");
 }
+
+/// Makes `path` read-only for this process until dropped: immutable
+/// (`chattr +i`, which holds even for root), else mode 0444 (which root
+/// ignores). `None` when neither can be made to hold.
+struct ReadOnly(std::path::PathBuf);
+
+impl ReadOnly {
+    fn make(path: &std::path::Path) -> Option<Self> {
+        let chattr = std::process::Command::new("chattr").arg("+i").arg(path).status();
+        if chattr.is_ok_and(|s| s.success()) {
+            return Some(Self(path.to_owned()));
+        }
+        let mut permissions = std::fs::metadata(path).unwrap().permissions();
+        permissions.set_readonly(true);
+        std::fs::set_permissions(path, permissions).unwrap();
+        // Root writes through 0444: then it is not read-only at all.
+        std::fs::OpenOptions::new().append(true).open(path).is_err().then(|| Self(path.to_owned()))
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn sqlite_refuses_a_read_only_file_naming_it_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("husk.db");
+    drop(SqliteStore::open(&path, Durability::Normal).unwrap().enqueue(vec![job("t")], now()).unwrap());
+    let before = std::fs::read(&path).unwrap();
+    let Some(_read_only) = ReadOnly::make(&path) else {
+        eprintln!("skipped: this process can make no file read-only for itself (root without chattr)");
+        return;
+    };
+    let error = SqliteStore::open(&path, Durability::Normal).unwrap_err().to_string();
+    assert!(error.contains(&path.display().to_string()) && !error.contains('\n'), "{error}");
+    assert!(error.contains("readonly") || error.contains("read-only"), "{error}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file is unchanged");
+}
