@@ -81,8 +81,11 @@ pub mod pg {
                     std::env::var("CI").as_deref() != Ok("true"),
                     "CI=true but no PostgreSQL test server: run `scripts/postgres start` or set HUSK_TEST_POSTGRES"
                 );
-                eprintln!(
-                    "PostgreSQL tests skipped: no server (run `scripts/postgres start`, or set HUSK_TEST_POSTGRES)"
+                // Straight to stderr: the test harness captures `eprintln!`
+                // of passing tests, and this should be seen once.
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    b"PostgreSQL tests skipped: no server (run `scripts/postgres start`, or set HUSK_TEST_POSTGRES)\n",
                 );
             }
             url.filter(|u| !u.is_empty())
