@@ -228,3 +228,18 @@ fn sqlite_refuses_a_read_only_file_naming_it_and_changes_nothing() {
     assert!(error.contains("readonly") || error.contains("read-only"), "{error}");
     assert_eq!(std::fs::read(&path).unwrap(), before, "the file is unchanged");
 }
+
+#[test]
+fn postgres_urls_are_redacted_wherever_the_password_is() {
+    use husk_host::store::redact_url;
+    assert_eq!(redact_url("postgres://husk:s3cret@db:5432/husk"), "postgres://husk:***@db:5432/husk");
+    assert_eq!(
+        redact_url("postgresql://husk@db/husk?password=s3cret&sslmode=disable"),
+        "postgresql://husk@db/husk?password=***&sslmode=disable"
+    );
+    assert_eq!(
+        redact_url("host=db user=husk password=s3cret dbname=husk"),
+        "host=db user=husk password=*** dbname=husk"
+    );
+    assert_eq!(redact_url("postgres://db/husk"), "postgres://db/husk");
+}

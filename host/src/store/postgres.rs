@@ -135,21 +135,35 @@ impl PostgresConfig {
     }
 }
 
-/// `url` with its password replaced by `***`, for errors and logs.
+/// `url` with its password replaced by `***`, for errors and logs: in the
+/// user info (`postgres://user:secret@host`), in a `password=` query
+/// parameter, or in a `key=value` connection string.
 pub fn redact_url(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://") {
-        let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-        if let Some((userinfo, host)) = authority.rsplit_once('@')
-            && let Some((user, _password)) = userinfo.split_once(':')
-        {
-            return format!("{scheme}://{user}:***@{host}{tail}");
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url
+            .split_whitespace()
+            .map(|pair| if pair.starts_with("password=") { "password=***" } else { pair })
+            .collect::<Vec<_>>()
+            .join(" ");
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) if userinfo.contains(':') => {
+            format!("{}:***@{host}", userinfo.split_once(':').map_or(userinfo, |(user, _)| user))
         }
-        return url.to_owned();
-    }
-    url.split_whitespace()
-        .map(|pair| if pair.starts_with("password=") { "password=***" } else { pair })
-        .collect::<Vec<_>>()
-        .join(" ")
+        _ => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<&str> = query
+                .split('&')
+                .map(|pair| if pair.starts_with("password=") { "password=***" } else { pair })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 /// A pooled connection with its prepared statements.
