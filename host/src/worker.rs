@@ -28,6 +28,15 @@ pub struct Handled {
     pub killed: Option<&'static str>,
 }
 
+impl Handled {
+    /// A run that failed in the host itself (the sandbox could not run it,
+    /// or a native handler panicked): a `husk.trap` fault with `message`.
+    pub fn trap(message: &str, plugin_version: Option<String>) -> Self {
+        let fault = Fault::json(codes::TRAP, &serde_json::json!({ "message": message }));
+        Self { result: JobResult::Fault(fault), plugin_version, killed: Some(codes::TRAP) }
+    }
+}
+
 /// Runs one job. Implemented by [`WasmHandler`]; a native implementation
 /// runs the same pipeline without a sandbox (benchmarks, tests).
 pub trait Handler: Send + Sync + 'static {
@@ -76,8 +85,7 @@ impl Handler for WasmHandler {
         let execution = match self.sandbox.execute(&plugin, &wit_job, &self.limits, Some(cancel)) {
             Ok(execution) => execution,
             Err(error) => {
-                let fault = Fault::json(codes::TRAP, &serde_json::json!({ "message": error.to_string() }));
-                return Handled { result: JobResult::Fault(fault), plugin_version: version, killed: Some(codes::TRAP) };
+                return Handled::trap(&error.to_string(), version);
             }
         };
         let (result, killed) = match execution.ending {
@@ -267,8 +275,7 @@ impl Worker {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "handler panicked".to_owned());
             tracing::error!(job.id = %job.id(), %message, "handler panicked");
-            let fault = Fault::json(codes::TRAP, &serde_json::json!({ "message": message }));
-            Handled { result: JobResult::Fault(fault), plugin_version: None, killed: Some(codes::TRAP) }
+            Handled::trap(&message, None)
         })
     }
 }

@@ -239,11 +239,15 @@ impl Tx<'_> {
     }
 }
 
+/// What a statement returns.
+type QueryResult = Result<Vec<Row>, postgres::Error>;
+
 /// A failure inside a store method, before it is named.
 #[derive(Debug)]
 enum PgError {
     Db(postgres::Error),
     Json(serde_json::Error),
+    Pool(r2d2::Error),
 }
 
 impl From<postgres::Error> for PgError {
@@ -380,9 +384,6 @@ impl PostgresStore {
         if ids.is_empty() {
             return Ok((0, results));
         }
-        let fail = |e: String| StoreError(format!("PostgreSQL store {}: report: {e}", self.name));
-        let mut conn = self.pool.get().map_err(|e| fail(e.to_string()))?;
-        let PgConn { client, statements } = &mut *conn;
         // The DELETE checks the lock itself, so no prior SELECT ... FOR
         // UPDATE is needed; the seq counter row is locked after the job rows
         // (its new value needs the count of deleted rows).
@@ -405,10 +406,8 @@ impl PostgresStore {
                  SELECT seq, id, generation, topic, attempt, enqueued_at, $5, outcome, policy, last_fault, FALSE
                  FROM numbered)
              SELECT slot, seq, id, topic, attempt, enqueued_at FROM numbered";
-        let statement = cached(statements, sql, |sql| client.prepare(sql)).map_err(|e| fail(describe(&e)))?;
-        let rows = client
-            .query(&statement, &[&slots, &ids, &tokens, &outcomes, &millis(now)])
-            .map_err(|e| fail(describe(&e)))?;
+        let rows =
+            self.autocommit("report", |query| Ok(query(sql, &[&slots, &ids, &tokens, &outcomes, &millis(now)])?))?;
         for row in &rows {
             let slot = row.get::<_, i64>(0) as usize;
             let Report::Completed { output } = &reports[slot].1 else { unreachable!("only completions are sent") };
@@ -488,17 +487,7 @@ impl PostgresStore {
 
     /// Claims without reclaiming, each topic's claim committed on its own.
     fn claim_autocommit(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Vec<LockedJob>, StoreError> {
-        let fail = |e: String| StoreError(format!("PostgreSQL store {}: fetch: {e}", self.name));
-        let mut conn = self.pool.get().map_err(|e| fail(e.to_string()))?;
-        let PgConn { client, statements } = &mut *conn;
-        claim(request, now, |sql, params| {
-            let statement = cached(statements, sql, |sql| client.prepare(sql))?;
-            client.query(&statement, params)
-        })
-        .map_err(|e| match e {
-            PgError::Db(e) => fail(describe(&e)),
-            PgError::Json(e) => fail(format!("unreadable stored value: {e}")),
-        })
+        self.autocommit("fetch", |query| claim(request, now, query))
     }
 
     /// A fetch in one transaction: reclaims expired locks, claims, and when
@@ -557,17 +546,40 @@ impl PostgresStore {
         what: &str,
         f: impl FnOnce(&mut Tx<'_>, &Channels) -> Result<R, PgError>,
     ) -> Result<R, StoreError> {
-        let fail = |e: String| StoreError(format!("PostgreSQL store {}: {what}: {e}", self.name));
-        let mut conn = self.pool.get().map_err(|e| fail(e.to_string()))?;
+        let fail = |e: PgError| self.fail(what, e);
+        let mut conn = self.pool.get().map_err(|e| fail(PgError::Pool(e)))?;
         let PgConn { client, statements } = &mut *conn;
-        let tx = client.transaction().map_err(|e| fail(describe(&e)))?;
+        let tx = client.transaction().map_err(|e| fail(e.into()))?;
         let mut tx = Tx { tx, statements };
-        let result = f(&mut tx, &self.channels).map_err(|e| match e {
-            PgError::Db(e) => fail(describe(&e)),
-            PgError::Json(e) => fail(format!("unreadable stored value: {e}")),
-        })?;
-        tx.tx.commit().map_err(|e| fail(describe(&e)))?;
+        let result = f(&mut tx, &self.channels).map_err(fail)?;
+        tx.tx.commit().map_err(|e| fail(e.into()))?;
         Ok(result)
+    }
+
+    /// Runs `f` on a pooled connection without a transaction: each
+    /// statement `f` runs through its `query` commits on its own.
+    fn autocommit<R>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut dyn FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> QueryResult) -> Result<R, PgError>,
+    ) -> Result<R, StoreError> {
+        let mut conn = self.pool.get().map_err(|e| self.fail(what, PgError::Pool(e)))?;
+        let PgConn { client, statements } = &mut *conn;
+        f(&mut |sql, params| {
+            let statement = cached(statements, sql, |sql| client.prepare(sql))?;
+            client.query(&statement, params)
+        })
+        .map_err(|e| self.fail(what, e))
+    }
+
+    /// A store failure on one line, naming the store and the operation.
+    fn fail(&self, what: &str, error: PgError) -> StoreError {
+        let message = match error {
+            PgError::Db(e) => describe(&e),
+            PgError::Json(e) => format!("unreadable stored value: {e}"),
+            PgError::Pool(e) => e.to_string(),
+        };
+        StoreError(format!("PostgreSQL store {}: {what}: {message}", self.name))
     }
 }
 
@@ -720,7 +732,7 @@ fn end_all(
 fn claim(
     request: FetchRequest<'_>,
     now: SystemTime,
-    mut query: impl FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, postgres::Error>,
+    mut query: impl FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> QueryResult,
 ) -> Result<Vec<LockedJob>, PgError> {
     let expires_at = now + request.lock_duration;
     let mut jobs = Vec::new();
