@@ -70,7 +70,7 @@ impl Handler for NativeTransform {
             amount_cents: (input.amount * 100.0).round() as i64,
         })
         .unwrap();
-        Handled { result: JobResult::Output(output), plugin_version: None, killed: None }
+        Handled { result: JobResult::Output(output), plugin_version: None, killed: None, fuel_consumed: None }
     }
 }
 

@@ -22,6 +22,9 @@ use crate::store::{Durability, JobStore, MemoryStore, PostgresConfig, PostgresSt
 /// The default SQLite file, relative to the config file's directory.
 pub const DEFAULT_STORE: &str = "husk-data/husk.db";
 
+/// The default address of the HTTP API.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +56,20 @@ pub struct Config {
     /// 1s..60s with jitter).
     #[serde(default)]
     pub retry: Option<RetryPolicySpec>,
+    /// The HTTP API's address (default `127.0.0.1:8080`; `--listen`
+    /// overrides it).
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// The largest request body the API takes for a job's input (default
+    /// `1MiB`); a deploy's component may be up to `max_plugin_size`.
+    #[serde(default)]
+    pub max_input_size: Option<bytesize::ByteSize>,
+    /// The largest component a deploy takes (default `64MiB`).
+    #[serde(default)]
+    pub max_plugin_size: Option<bytesize::ByteSize>,
+    /// Tenants by name: who may call the API, and their quotas.
+    #[serde(default)]
+    pub tenants: BTreeMap<String, TenantConfig>,
     /// Topics by name.
     #[serde(default)]
     pub topics: BTreeMap<String, TopicConfig>,
@@ -69,10 +86,43 @@ pub enum SqliteSync {
     Full,
 }
 
+/// One tenant: its API tokens and its quotas. A quota left out is
+/// unlimited.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// API tokens, never in clear: `sha256:<64 hex digits>` (the SHA-256 of
+    /// the token) or `env:VAR` (the token is in the environment variable
+    /// `VAR` when husk starts).
+    #[serde(default)]
+    pub tokens: Vec<String>,
+    /// Most jobs of the tenant's topics running at once, across its topics.
+    #[serde(default)]
+    pub max_concurrent: Option<usize>,
+    /// Most live (queued, gated or running) jobs across its topics; an
+    /// enqueue past it is refused with 429.
+    #[serde(default)]
+    pub max_queued: Option<u64>,
+    /// Ceiling of a topic's `memory`.
+    #[serde(default)]
+    pub max_memory: Option<bytesize::ByteSize>,
+    /// Ceiling of a topic's `fuel` (a topic without a fuel budget is then
+    /// refused).
+    #[serde(default)]
+    pub max_fuel: Option<u64>,
+    /// Ceiling of a topic's `deadline`.
+    #[serde(default, with = "humantime_serde")]
+    pub max_deadline: Option<Duration>,
+}
+
 /// One topic.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TopicConfig {
+    /// The tenant owning the topic (required when tenants are configured;
+    /// a topic without one is not reachable through the API).
+    #[serde(default)]
+    pub tenant: Option<String>,
     /// The component (`.wasm` or `.cwasm`) of the `operation` world.
     pub plugin: PathBuf,
     /// Worker threads (default: the CPU count).
@@ -160,7 +210,72 @@ impl Config {
         if self.topics.is_empty() {
             return Err("topics: no topic configured (add a [topics.<name>] table)".into());
         }
+        for (name, tenant) in &self.tenants {
+            for (i, token) in tenant.tokens.iter().enumerate() {
+                TokenRef::parse(token).map_err(|reason| format!("tenants.{name}.tokens[{i}]: {reason}"))?;
+            }
+            if tenant.max_concurrent == Some(0) {
+                return Err(format!("tenants.{name}.max_concurrent: must be at least 1"));
+            }
+        }
+        for (name, topic) in &self.topics {
+            self.check_ceilings(name, topic)?;
+        }
+        if let Some(listen) = &self.listen {
+            listen.parse::<std::net::SocketAddr>().map_err(|e| format!("listen: `{listen}`: {e}"))?;
+        }
         Ok(())
+    }
+
+    /// A topic's tenant exists and its limits are within the tenant's
+    /// ceilings.
+    fn check_ceilings(&self, name: &str, topic: &TopicConfig) -> Result<(), String> {
+        let Some(tenant_name) = &topic.tenant else {
+            if self.tenants.is_empty() {
+                return Ok(());
+            }
+            return Err(format!(
+                "topics.{name}.tenant: missing (every topic names its tenant when tenants are configured)"
+            ));
+        };
+        let tenant = self
+            .tenants
+            .get(tenant_name)
+            .ok_or_else(|| format!("topics.{name}.tenant: no tenant `{tenant_name}` (add [tenants.{tenant_name}])"))?;
+        let limits = topic.limits();
+        let above = |key: &str, value: String, ceiling: String| {
+            Err(format!("topics.{name}.{key}: {value} is above tenant `{tenant_name}`'s ceiling of {ceiling}"))
+        };
+        if let Some(max) = tenant.max_memory
+            && limits.memory > max.as_u64()
+        {
+            return above("memory", bytesize::ByteSize(limits.memory).to_string(), max.to_string());
+        }
+        if let Some(max) = tenant.max_deadline
+            && limits.deadline > max
+        {
+            return above("deadline", format!("{:?}", limits.deadline), format!("{max:?}"));
+        }
+        match (tenant.max_fuel, limits.fuel) {
+            (Some(max), Some(fuel)) if fuel > max => above("fuel", fuel.to_string(), max.to_string()),
+            (Some(max), None) => above("fuel", "unlimited (not set)".into(), max.to_string()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The API's address: `listen`, else [`DEFAULT_LISTEN`].
+    pub fn listen(&self) -> &str {
+        self.listen.as_deref().unwrap_or(DEFAULT_LISTEN)
+    }
+
+    /// The largest job input the API takes.
+    pub fn max_input_size(&self) -> usize {
+        self.max_input_size.map_or(1 << 20, |s| s.as_u64() as usize)
+    }
+
+    /// The largest component a deploy takes.
+    pub fn max_plugin_size(&self) -> usize {
+        self.max_plugin_size.map_or(64 << 20, |s| s.as_u64() as usize)
     }
 
     /// The store the file names, opened (migrations applied). `base` is
@@ -212,15 +327,22 @@ impl Config {
 }
 
 impl TopicConfig {
-    fn to_topic(&self, name: &str, base: &Path) -> Topic {
+    /// The limits each job of the topic runs with (defaults filled in).
+    pub fn limits(&self) -> Limits {
         let defaults = Limits::default();
-        let limits = Limits {
+        Limits {
             deadline: self.deadline.unwrap_or(defaults.deadline),
             fuel: self.fuel,
             memory: self.memory.map_or(defaults.memory, |m| m.as_u64()),
             ..defaults
-        };
-        let mut topic = Topic::wasm(name, PluginSource::Path(base.join(&self.plugin))).with_limits(limits);
+        }
+    }
+
+    fn to_topic(&self, name: &str, base: &Path) -> Topic {
+        let mut topic = Topic::wasm(name, PluginSource::Path(base.join(&self.plugin))).with_limits(self.limits());
+        if let Some(tenant) = &self.tenant {
+            topic = topic.with_tenant(tenant);
+        }
         if let Some(workers) = self.workers {
             topic = topic.with_workers(workers);
         }
@@ -252,4 +374,58 @@ fn one_line(text: &str, error: &toml::de::Error) -> String {
         }
         None => message,
     }
+}
+
+/// A tenant's API token as the config names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenRef {
+    /// The SHA-256 of the token, lowercase hex.
+    Sha256(String),
+    /// The environment variable holding the token.
+    Env(String),
+}
+
+impl TokenRef {
+    /// Parses `sha256:<hex>` or `env:VAR`.
+    ///
+    /// # Errors
+    ///
+    /// Why the text is neither (a token in clear is refused).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if let Some(hex) = text.strip_prefix("sha256:") {
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err("`sha256:` takes the 64 hex digits of the token's SHA-256".into());
+            }
+            return Ok(TokenRef::Sha256(hex.to_ascii_lowercase()));
+        }
+        if let Some(var) = text.strip_prefix("env:") {
+            if var.is_empty() {
+                return Err("`env:` takes the name of an environment variable".into());
+            }
+            return Ok(TokenRef::Env(var.to_owned()));
+        }
+        Err("a token is `sha256:<hex of its SHA-256>` or `env:VAR`, never the token itself \
+             (hash one with `printf %s TOKEN | sha256sum`)"
+            .into())
+    }
+
+    /// The token's SHA-256 (hex), reading the environment for `env:`.
+    ///
+    /// # Errors
+    ///
+    /// When the variable is unset or empty.
+    pub fn resolve(&self) -> Result<String, String> {
+        match self {
+            TokenRef::Sha256(hex) => Ok(hex.clone()),
+            TokenRef::Env(var) => match std::env::var(var) {
+                Ok(token) if !token.is_empty() => Ok(token_hash(&token)),
+                _ => Err(format!("environment variable `{var}` is not set")),
+            },
+        }
+    }
+}
+
+/// The hex SHA-256 of a token, as stored in `sha256:` references.
+pub fn token_hash(token: &str) -> String {
+    crate::engine::content_digest(token.as_bytes())
 }

@@ -3,6 +3,7 @@
 //! policy and error mapper), then enqueue jobs and receive terminal
 //! outcomes.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,13 +13,15 @@ use std::time::Duration;
 use crate::classify::{ErrorMapper, Rule, RuleError, Rules};
 use crate::clock::{Clock, SystemClock};
 use crate::dispatch::{Dispatcher, EnqueueError, Snapshot, TopicPolicy};
-use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::engine::{Engine, EngineConfig, EngineError, content_digest};
 use crate::outcome::{NullSink, OutcomeSink};
 use crate::plugin::{Plugin, PluginError, World};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::{Limits, Sandbox};
 use crate::store::{CancelResult, JobId, JobStore, MemoryStore, StoreError};
-use crate::worker::{Handler, PoolConfig, WasmHandler, WorkerPool};
+use crate::tenant::{ConcurrencyGate, Quota};
+use crate::versions::{Origin, VersionInfo, VersionLog};
+use crate::worker::{AttemptObserver, Handler, PoolConfig, PoolHooks, WasmHandler, WorkerPool};
 
 /// Where a component comes from.
 #[derive(Debug, Clone)]
@@ -35,11 +38,23 @@ pub enum PluginSource {
 }
 
 impl PluginSource {
-    fn load(&self, sandbox: &Sandbox, world: World) -> Result<Plugin, PluginError> {
+    /// The component's bytes and its name in errors.
+    fn bytes(&self) -> Result<(std::borrow::Cow<'_, [u8]>, String), PluginError> {
         match self {
-            PluginSource::Path(path) => Plugin::load(sandbox, path, world),
-            PluginSource::Bytes { bytes, name } => Plugin::from_bytes(sandbox, bytes, world, name),
+            PluginSource::Path(path) => {
+                let source_name = path.display().to_string();
+                match std::fs::read(path) {
+                    Ok(bytes) => Ok((bytes.into(), source_name)),
+                    Err(error) => Err(PluginError::Read { source_name, error }),
+                }
+            }
+            PluginSource::Bytes { bytes, name } => Ok((bytes.as_slice().into(), name.clone())),
         }
+    }
+
+    fn load(&self, sandbox: &Sandbox, world: World) -> Result<Plugin, PluginError> {
+        let (bytes, name) = self.bytes()?;
+        Plugin::from_bytes(sandbox, &bytes, world, &name)
     }
 }
 
@@ -69,6 +84,7 @@ enum Runner {
 #[derive(Clone)]
 pub struct Topic {
     name: String,
+    tenant: Option<String>,
     runner: Runner,
     limits: Limits,
     pool: PoolConfig,
@@ -97,6 +113,7 @@ impl Topic {
     fn with_runner(name: String, runner: Runner) -> Self {
         Self {
             name,
+            tenant: None,
             runner,
             limits: Limits::default(),
             pool: PoolConfig::default(),
@@ -104,6 +121,24 @@ impl Topic {
             retry: None,
             mapper: None,
         }
+    }
+
+    /// Sets the tenant owning the topic (whose quota its jobs count
+    /// against).
+    #[must_use]
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
+    }
+
+    /// The topic's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tenant owning the topic, if any.
+    pub fn tenant(&self) -> Option<&str> {
+        self.tenant.as_deref()
     }
 
     /// Sets the limits of each job.
@@ -192,6 +227,8 @@ pub struct HostBuilder {
     engine: EngineConfig,
     default_retry: Option<RetryPolicySpec>,
     topics: Vec<Topic>,
+    quotas: HashMap<String, Quota>,
+    observer: Option<Arc<dyn AttemptObserver>>,
     start_workers: bool,
 }
 
@@ -232,6 +269,18 @@ impl HostBuilder {
         self
     }
 
+    /// Sets a tenant's quota (its topics name it with [`Topic::with_tenant`]).
+    pub fn quota(mut self, tenant: impl Into<String>, quota: Quota) -> Self {
+        self.quotas.insert(tenant.into(), quota);
+        self
+    }
+
+    /// Sets the observer told of every attempt (metrics).
+    pub fn observer(mut self, observer: Arc<dyn AttemptObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// Whether `build` starts the worker pools (default `true`); without
     /// them, jobs wait until [`Host::start_workers`].
     pub fn start_workers(mut self, start: bool) -> Self {
@@ -250,29 +299,38 @@ impl HostBuilder {
         let engine = Engine::new(EngineConfig { fuel: self.engine.fuel || fuel, ..self.engine })?;
         let sandbox = Sandbox::new(engine).map_err(|e| HostError::Config(format!("linking host functions: {e:#}")))?;
         let dispatcher = Dispatcher::new(self.store, self.clock, self.sink, self.default_retry);
-        let mut runners: Vec<(Topic, Arc<dyn Handler>)> = Vec::new();
+        let gates: HashMap<String, Arc<ConcurrencyGate>> = self
+            .quotas
+            .iter()
+            .filter_map(|(tenant, quota)| Some((tenant.clone(), Arc::new(ConcurrencyGate::new(quota.max_concurrent?)))))
+            .collect();
+        let mut runtimes: Vec<TopicRuntime> = Vec::new();
         for topic in &self.topics {
-            if runners.iter().any(|(t, _)| t.name == topic.name) {
+            if runtimes.iter().any(|r| r.topic.name == topic.name) {
                 return Err(HostError::Config(format!("topic `{}` is registered twice", topic.name)));
             }
-            let (handler, own_plugin): (Arc<dyn Handler>, Option<Plugin>) = match &topic.runner {
-                Runner::Native(handler) => (handler.clone(), None),
+            let (handler, wasm, own_plugin) = match &topic.runner {
+                Runner::Native(handler) => (handler.clone(), None, None),
                 Runner::Wasm(source) => {
                     let plugin = source
                         .load(&sandbox, World::Operation)
                         .map_err(|error| HostError::Plugin { topic: topic.name.clone(), error })?;
-                    let handler = WasmHandler::new(sandbox.clone(), plugin.clone(), topic.limits.clone());
-                    (Arc::new(handler), Some(plugin))
+                    let handler = Arc::new(WasmHandler::new(sandbox.clone(), plugin.clone(), topic.limits.clone()));
+                    (handler.clone() as Arc<dyn Handler>, Some(handler), Some(plugin))
                 }
             };
             let mapper = load_mapper(&sandbox, topic, own_plugin.as_ref())?;
             dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper });
-            runners.push((topic.clone(), handler));
+            let gate = topic.tenant.as_ref().and_then(|t| gates.get(t)).cloned();
+            let hooks = PoolHooks { gate, observer: self.observer.clone() };
+            let versions = own_plugin.map(|p| Mutex::new(VersionLog::new(p, dispatcher.clock().now())));
+            runtimes.push(TopicRuntime { topic: topic.clone(), handler, wasm, versions, hooks });
         }
         let host = Host {
             dispatcher,
             sandbox,
-            runners,
+            runtimes,
+            quotas: self.quotas,
             pools: Mutex::new(Vec::new()),
             publisher: Mutex::new(None),
             stopping: Arc::new(AtomicBool::new(false)),
@@ -284,12 +342,61 @@ impl HostBuilder {
     }
 }
 
-/// Loads a topic's error mapper; `own` is the topic's plugin, if it has one.
-fn load_mapper(sandbox: &Sandbox, topic: &Topic, own: Option<&Plugin>) -> Result<Option<ErrorMapper>, HostError> {
+/// A registered topic: what runs its jobs, its versions, its pool's hooks.
+struct TopicRuntime {
+    topic: Topic,
+    handler: Arc<dyn Handler>,
+    /// The same handler when it runs Wasm (it can be swapped).
+    wasm: Option<Arc<WasmHandler>>,
+    /// The versions deployed; the mutex also orders swaps.
+    versions: Option<Mutex<VersionLog>>,
+    hooks: PoolHooks,
+}
+
+/// Why a deploy or a rollback was refused; the current version stays.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    /// No such topic.
+    #[error("unknown topic `{0}`")]
+    UnknownTopic(String),
+    /// The topic runs a native handler.
+    #[error("topic `{0}` runs a native handler, not a plugin")]
+    NotWasm(String),
+    /// The component failed to load or validate.
+    #[error("topic `{topic}`: {error}")]
+    Invalid {
+        /// The topic.
+        topic: String,
+        /// Why.
+        error: PluginError,
+    },
+    /// The topic classifies with its own plugin, and the new one does not
+    /// export `classify`.
+    #[error("topic `{0}` classifies faults with its plugin's `classify`, which the new version does not export")]
+    MissingClassify(String),
+    /// No version to roll back to.
+    #[error("topic `{topic}`: {reason}")]
+    NoRollback {
+        /// The topic.
+        topic: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The limits of a Wasm error mapper: [`Limits::error_mapper`], without
+/// fuel when the engine does not meter it.
+fn mapper_limits(sandbox: &Sandbox) -> Limits {
     let mut limits = Limits::error_mapper();
     if !sandbox.engine().config().fuel {
         limits.fuel = None;
     }
+    limits
+}
+
+/// Loads a topic's error mapper; `own` is the topic's plugin, if it has one.
+fn load_mapper(sandbox: &Sandbox, topic: &Topic, own: Option<&Plugin>) -> Result<Option<ErrorMapper>, HostError> {
+    let limits = mapper_limits(sandbox);
     let plugin_error = |error| HostError::Plugin { topic: topic.name.clone(), error };
     Ok(match &topic.mapper {
         None => None,
@@ -314,7 +421,8 @@ fn load_mapper(sandbox: &Sandbox, topic: &Topic, own: Option<&Plugin>) -> Result
 pub struct Host {
     dispatcher: Arc<Dispatcher>,
     sandbox: Sandbox,
-    runners: Vec<(Topic, Arc<dyn Handler>)>,
+    runtimes: Vec<TopicRuntime>,
+    quotas: HashMap<String, Quota>,
     pools: Mutex<Vec<WorkerPool>>,
     publisher: Mutex<Option<JoinHandle<()>>>,
     stopping: Arc<AtomicBool>,
@@ -340,6 +448,8 @@ impl Host {
             engine: EngineConfig::default(),
             default_retry: None,
             topics: Vec::new(),
+            quotas: HashMap::new(),
+            observer: None,
             start_workers: true,
         }
     }
@@ -378,6 +488,115 @@ impl Host {
         self.dispatcher.snapshot()
     }
 
+    /// The registered topics.
+    pub fn topics(&self) -> impl Iterator<Item = &Topic> {
+        self.runtimes.iter().map(|r| &r.topic)
+    }
+
+    /// A tenant's quota (unlimited when none was set).
+    pub fn quota(&self, tenant: &str) -> Quota {
+        self.quotas.get(tenant).copied().unwrap_or_default()
+    }
+
+    /// Running jobs of a tenant counted by its concurrency gate, and the
+    /// limit; `None` when the tenant has no `max_concurrent`.
+    pub fn concurrency(&self, tenant: &str) -> Option<(usize, usize)> {
+        self.runtimes
+            .iter()
+            .filter(|r| r.topic.tenant.as_deref() == Some(tenant))
+            .find_map(|r| r.hooks.gate.as_ref())
+            .map(|g| (g.in_use(), g.limit()))
+    }
+
+    fn runtime(&self, topic: &str) -> Result<&TopicRuntime, DeployError> {
+        self.runtimes.iter().find(|r| r.topic.name == topic).ok_or_else(|| DeployError::UnknownTopic(topic.to_owned()))
+    }
+
+    fn versions_of(&self, topic: &str) -> Result<(&TopicRuntime, &Mutex<VersionLog>), DeployError> {
+        let runtime = self.runtime(topic)?;
+        let versions = runtime.versions.as_ref().ok_or_else(|| DeployError::NotWasm(topic.to_owned()))?;
+        Ok((runtime, versions))
+    }
+
+    /// Deploys a new version of `topic`'s plugin: compiles and validates it
+    /// on the calling thread (never a worker's), then swaps it in
+    /// atomically. Jobs already fetched finish on the version they were
+    /// fetched with; the next fetch runs the new one. A version that fails
+    /// to load is refused and the current one stays.
+    ///
+    /// # Errors
+    ///
+    /// [`DeployError`]; nothing changed then.
+    pub fn deploy(&self, topic: &str, source: &PluginSource, origin: Origin) -> Result<VersionInfo, DeployError> {
+        let (runtime, versions) = self.versions_of(topic)?;
+        let invalid = |error| DeployError::Invalid { topic: topic.to_owned(), error };
+        let (bytes, name) = source.bytes().map_err(invalid)?;
+        // A version already loaded is reused as it is: deploying it again
+        // neither compiles it nor drops the loaded copy (dropping a module
+        // makes wasmtime reclaim its warm pool slots, which running jobs
+        // would compete with).
+        let loaded = versions.lock().unwrap_or_else(|p| p.into_inner()).find(&content_digest(&bytes));
+        let plugin = match loaded {
+            Some(plugin) => plugin,
+            None => Plugin::from_bytes(&self.sandbox, &bytes, World::Operation, &name).map_err(invalid)?,
+        };
+        if matches!(runtime.topic.mapper, Some(MapperSpec::SamePlugin)) && !plugin.is_error_mapper() {
+            return Err(DeployError::MissingClassify(topic.to_owned()));
+        }
+        Ok(self.make_current(runtime, plugin, origin))
+    }
+
+    /// Makes the version deployed before the current one current again, or
+    /// the loaded version `to` (a digest or a prefix of one).
+    ///
+    /// # Errors
+    ///
+    /// [`DeployError::NoRollback`] when there is no such version.
+    pub fn rollback(&self, topic: &str, to: Option<&str>) -> Result<VersionInfo, DeployError> {
+        let (runtime, versions) = self.versions_of(topic)?;
+        let target = versions.lock().unwrap_or_else(|p| p.into_inner()).rollback_target(to).ok_or_else(|| {
+            let reason = match to {
+                Some(v) => format!("no loaded version `{v}` other than the current one"),
+                None => "no earlier version to roll back to".to_owned(),
+            };
+            DeployError::NoRollback { topic: topic.to_owned(), reason }
+        })?;
+        Ok(self.make_current(runtime, target, Origin::Rollback))
+    }
+
+    /// The loaded versions of `topic`'s plugin, newest first.
+    ///
+    /// # Errors
+    ///
+    /// [`DeployError`] for an unknown or native topic.
+    pub fn versions(&self, topic: &str) -> Result<Vec<VersionInfo>, DeployError> {
+        let (_, versions) = self.versions_of(topic)?;
+        Ok(versions.lock().unwrap_or_else(|p| p.into_inner()).list())
+    }
+
+    fn make_current(&self, runtime: &TopicRuntime, plugin: Plugin, origin: Origin) -> VersionInfo {
+        let (Some(versions), Some(wasm)) = (&runtime.versions, &runtime.wasm) else {
+            unreachable!("versions_of checked the topic runs Wasm");
+        };
+        let mut versions = versions.lock().unwrap_or_else(|p| p.into_inner());
+        if matches!(runtime.topic.mapper, Some(MapperSpec::SamePlugin)) {
+            let limits = mapper_limits(&self.sandbox);
+            let mapper = ErrorMapper::Wasm { sandbox: self.sandbox.clone(), plugin: plugin.clone(), limits };
+            self.dispatcher
+                .set_topic(&runtime.topic.name, TopicPolicy { retry: runtime.topic.retry, mapper: Some(mapper) });
+        }
+        let previous = wasm.swap(plugin.clone());
+        versions.push(plugin, origin, self.dispatcher.clock().now());
+        tracing::info!(
+            topic = %runtime.topic.name,
+            version = %versions.current().digest(),
+            previous = %previous.digest(),
+            ?origin,
+            "plugin version swapped"
+        );
+        versions.list().into_iter().next().expect("the version just made current")
+    }
+
     /// Starts the worker pools (and the snapshot publisher), if not started.
     ///
     /// # Errors
@@ -388,8 +607,16 @@ impl Host {
         if !pools.is_empty() {
             return Ok(());
         }
-        for (topic, handler) in &self.runners {
-            pools.push(WorkerPool::start(self.dispatcher.clone(), &topic.name, handler.clone(), &topic.pool_config())?);
+        for runtime in &self.runtimes {
+            let (topic, handler) = (&runtime.topic, runtime.handler.clone());
+            let config = topic.pool_config();
+            pools.push(WorkerPool::start_with(
+                self.dispatcher.clone(),
+                &topic.name,
+                handler,
+                &config,
+                runtime.hooks.clone(),
+            )?);
         }
         let (dispatcher, stopping) = (self.dispatcher.clone(), self.stopping.clone());
         let publisher = std::thread::Builder::new().name("husk-snapshot".into()).spawn(move || {

@@ -33,9 +33,11 @@
 //! # }
 //! ```
 
+pub mod api;
 pub mod bindings;
 pub mod classify;
 pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod demo;
@@ -43,12 +45,15 @@ pub mod dispatch;
 pub mod engine;
 pub mod fault;
 pub mod host;
+pub mod metrics;
 pub mod outcome;
 pub mod plugin;
 pub mod retry;
 pub mod sandbox;
 pub mod serve;
 pub mod store;
+pub mod tenant;
+pub mod versions;
 pub mod worker;
 
 pub use host::{Host, HostBuilder, HostError, MapperSpec, PluginSource, Topic};

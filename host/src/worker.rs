@@ -15,7 +15,8 @@ use crate::dispatch::{Dispatcher, JobResult};
 use crate::fault::{Fault, codes};
 use crate::plugin::Plugin;
 use crate::sandbox::{CancelToken, Job, Limits, RunEnding, Sandbox};
-use crate::store::{LockedJob, Report};
+use crate::store::{LockedJob, Report, Reported};
+use crate::tenant::ConcurrencyGate;
 
 /// What a handler made of one job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +27,8 @@ pub struct Handled {
     pub plugin_version: Option<String>,
     /// The reserved code when the run was killed at a limit or trapped.
     pub killed: Option<&'static str>,
+    /// Fuel the run consumed, when fuel is metered.
+    pub fuel_consumed: Option<u64>,
 }
 
 impl Handled {
@@ -33,7 +36,7 @@ impl Handled {
     /// or a native handler panicked): a `husk.trap` fault with `message`.
     pub fn trap(message: &str, plugin_version: Option<String>) -> Self {
         let fault = Fault::json(codes::TRAP, &serde_json::json!({ "message": message }));
-        Self { result: JobResult::Fault(fault), plugin_version, killed: Some(codes::TRAP) }
+        Self { result: JobResult::Fault(fault), plugin_version, killed: Some(codes::TRAP), fuel_consumed: None }
     }
 }
 
@@ -42,6 +45,22 @@ impl Handled {
 pub trait Handler: Send + Sync + 'static {
     /// Runs `job`; `cancel` is set when the job's owner cancels it.
     fn handle(&self, job: &LockedJob, cancel: &CancelToken) -> Handled;
+
+    /// A handler bound to the version current now, which a worker runs a
+    /// fetched batch on: jobs run on the version that was current when they
+    /// were fetched, whatever is deployed while they wait or run. `None`
+    /// (the default) when the handler has no versions.
+    fn pinned(&self) -> Option<Arc<dyn Handler>> {
+        None
+    }
+}
+
+/// What the host wants to know of each attempt (metrics).
+pub trait AttemptObserver: Send + Sync + 'static {
+    /// An attempt of a `topic` job ran and ended as `handled`.
+    fn attempted(&self, topic: &str, handled: &Handled);
+    /// A `topic` job's technical fault was re-armed for a retry.
+    fn retried(&self, topic: &str);
 }
 
 /// Runs jobs on a topic's current plugin in the sandbox. The plugin can be
@@ -78,24 +97,46 @@ impl WasmHandler {
 
 impl Handler for WasmHandler {
     fn handle(&self, job: &LockedJob, cancel: &CancelToken) -> Handled {
-        let plugin = self.plugin.load_full();
-        let wit_job =
-            Job { id: job.id().to_string(), topic: job.topic.clone(), attempt: job.attempt, input: job.input.clone() };
-        let version = Some(plugin.digest().to_owned());
-        let execution = match self.sandbox.execute(&plugin, &wit_job, &self.limits, Some(cancel)) {
-            Ok(execution) => execution,
-            Err(error) => {
-                return Handled::trap(&error.to_string(), version);
-            }
-        };
-        let (result, killed) = match execution.ending {
-            RunEnding::Returned(output) => (JobResult::Output(output), None),
-            RunEnding::Fault(fault) => (JobResult::Fault(fault), None),
-            RunEnding::Killed(kill) => (JobResult::Fault(kill.to_fault(execution.elapsed)), Some(kill.code())),
-            RunEnding::Cancelled => (JobResult::Cancelled, None),
-        };
-        Handled { result, plugin_version: version, killed }
+        run_wasm(&self.sandbox, &self.plugin.load_full(), &self.limits, job, cancel)
     }
+
+    fn pinned(&self) -> Option<Arc<dyn Handler>> {
+        let plugin = self.plugin.load_full();
+        Some(Arc::new(PinnedWasm { sandbox: self.sandbox.clone(), plugin, limits: self.limits.clone() }))
+    }
+}
+
+/// A [`WasmHandler`] bound to one version (see [`Handler::pinned`]).
+struct PinnedWasm {
+    sandbox: Sandbox,
+    plugin: Arc<Plugin>,
+    limits: Limits,
+}
+
+impl Handler for PinnedWasm {
+    fn handle(&self, job: &LockedJob, cancel: &CancelToken) -> Handled {
+        run_wasm(&self.sandbox, &self.plugin, &self.limits, job, cancel)
+    }
+}
+
+/// Runs `job` on `plugin` in the sandbox.
+fn run_wasm(sandbox: &Sandbox, plugin: &Plugin, limits: &Limits, job: &LockedJob, cancel: &CancelToken) -> Handled {
+    let wit_job =
+        Job { id: job.id().to_string(), topic: job.topic.clone(), attempt: job.attempt, input: job.input.clone() };
+    let version = Some(plugin.digest().to_owned());
+    let execution = match sandbox.execute(plugin, &wit_job, limits, Some(cancel)) {
+        Ok(execution) => execution,
+        Err(error) => {
+            return Handled::trap(&error.to_string(), version);
+        }
+    };
+    let (result, killed) = match execution.ending {
+        RunEnding::Returned(output) => (JobResult::Output(output), None),
+        RunEnding::Fault(fault) => (JobResult::Fault(fault), None),
+        RunEnding::Killed(kill) => (JobResult::Fault(kill.to_fault(execution.elapsed)), Some(kill.code())),
+        RunEnding::Cancelled => (JobResult::Cancelled, None),
+    };
+    Handled { result, plugin_version: version, killed, fuel_consumed: execution.fuel_consumed }
 }
 
 /// How a topic's pool runs. `PoolConfig::default()` gives:
@@ -128,6 +169,22 @@ impl Default for PoolConfig {
     }
 }
 
+/// What a pool shares beyond its topic: the tenant's concurrency gate
+/// (shared by every pool of the tenant) and an observer of attempts.
+#[derive(Clone, Default)]
+pub struct PoolHooks {
+    /// Bounds the tenant's running jobs across its topics.
+    pub gate: Option<Arc<ConcurrencyGate>>,
+    /// Told of every attempt and retry (metrics).
+    pub observer: Option<Arc<dyn AttemptObserver>>,
+}
+
+impl std::fmt::Debug for PoolHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolHooks").field("gate", &self.gate).finish_non_exhaustive()
+    }
+}
+
 /// The worker threads of one topic.
 #[derive(Debug)]
 pub struct WorkerPool {
@@ -149,6 +206,22 @@ impl WorkerPool {
         handler: Arc<dyn Handler>,
         config: &PoolConfig,
     ) -> std::io::Result<Self> {
+        Self::start_with(dispatcher, topic, handler, config, PoolHooks::default())
+    }
+
+    /// [`WorkerPool::start`] with a tenant's concurrency gate and an
+    /// observer of attempts.
+    ///
+    /// # Errors
+    ///
+    /// When a thread cannot be spawned.
+    pub fn start_with(
+        dispatcher: Arc<Dispatcher>,
+        topic: &str,
+        handler: Arc<dyn Handler>,
+        config: &PoolConfig,
+        hooks: PoolHooks,
+    ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let threads = (0..config.workers.max(1))
             .map(|i| {
@@ -158,6 +231,7 @@ impl WorkerPool {
                     dispatcher: dispatcher.clone(),
                     handler: handler.clone(),
                     config: config.clone(),
+                    hooks: hooks.clone(),
                     stop: stop.clone(),
                 };
                 std::thread::Builder::new().name(format!("husk-{topic}-{i}")).spawn(move || worker.run())
@@ -208,6 +282,7 @@ struct Worker {
     dispatcher: Arc<Dispatcher>,
     handler: Arc<dyn Handler>,
     config: PoolConfig,
+    hooks: PoolHooks,
     stop: Arc<AtomicBool>,
 }
 
@@ -215,13 +290,14 @@ impl Worker {
     fn run(self) {
         let mut store_failures = 0u32;
         while !self.stop.load(Ordering::Acquire) {
-            let fetched = self.dispatcher.fetch(
+            let fetched = self.dispatcher.fetch_gated(
                 &self.name,
                 &self.topics,
                 self.config.fetch_batch,
                 self.config.lock_duration,
                 self.config.poll,
                 &self.stop,
+                self.hooks.gate.as_deref(),
             );
             let jobs = match fetched {
                 Ok(jobs) => {
@@ -235,6 +311,9 @@ impl Worker {
                     continue;
                 }
             };
+            // The batch runs on the version current now, when it was fetched.
+            let pinned = self.handler.pinned();
+            let handler: &dyn Handler = pinned.as_deref().unwrap_or(&*self.handler);
             let mut guards = Vec::with_capacity(jobs.len());
             let mut reports = Vec::with_capacity(jobs.len());
             for job in &jobs {
@@ -245,9 +324,12 @@ impl Worker {
                 }
                 let guard = self.dispatcher.running(job.id());
                 let span = tracing::debug_span!("job", job.id = %job.id(), topic = %job.topic, attempt = job.attempt);
-                let handled = span.in_scope(|| self.run_one(job, guard.token()));
+                let handled = span.in_scope(|| Self::run_one(handler, job, guard.token()));
                 if let Some(code) = handled.killed {
                     self.dispatcher.count_kill(code);
+                }
+                if let Some(observer) = &self.hooks.observer {
+                    observer.attempted(&job.topic, &handled);
                 }
                 let report = if handled.result == JobResult::Cancelled && self.dispatcher.interrupting() {
                     // Interrupted at the end of a shutdown's grace period.
@@ -258,17 +340,35 @@ impl Worker {
                 reports.push((job.lock, report));
                 guards.push(guard);
             }
-            if let Err(error) = self.dispatcher.submit(reports) {
-                tracing::error!(worker = %self.name, %error, "report failed; the jobs' locks will expire and be retried");
+            match self.dispatcher.submit(reports) {
+                Ok(results) => self.observe_retries(&jobs, &results),
+                Err(error) => {
+                    tracing::error!(worker = %self.name, %error, "report failed; the jobs' locks will expire and be retried");
+                }
             }
             drop(guards);
+            if let Some(gate) = &self.hooks.gate {
+                gate.give(jobs.len());
+                // Fetchers of the tenant's other topics may be waiting for a permit.
+                self.dispatcher.wake_fetchers();
+            }
+        }
+    }
+
+    fn observe_retries(&self, jobs: &[LockedJob], results: &[Reported]) {
+        if let Some(observer) = &self.hooks.observer {
+            for (job, result) in jobs.iter().zip(results) {
+                if *result == Reported::ReArmed {
+                    observer.retried(&job.topic);
+                }
+            }
         }
     }
 
     /// Runs one job; a panicking handler is a trap of that job, never the
     /// end of the worker.
-    fn run_one(&self, job: &LockedJob, cancel: &CancelToken) -> Handled {
-        catch_unwind(AssertUnwindSafe(|| self.handler.handle(job, cancel))).unwrap_or_else(|panic| {
+    fn run_one(handler: &dyn Handler, job: &LockedJob, cancel: &CancelToken) -> Handled {
+        catch_unwind(AssertUnwindSafe(|| handler.handle(job, cancel))).unwrap_or_else(|panic| {
             let message = panic
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())

@@ -61,17 +61,27 @@ fn crash_child() {
     let db = std::env::var_os(CHILD_ENV).expect("run only as a child process");
     let store = SqliteStore::open(db.as_ref(), Durability::Normal).unwrap();
     let jobs = (0..1_000)
-        .map(|_| NewJob { topic: "t".into(), input: b"{}".to_vec(), policy: RetryPolicySpec::None, not_before: None })
+        .map(|_| NewJob {
+            topic: "t".into(),
+            input: b"{}".to_vec(),
+            policy: RetryPolicySpec::None,
+            not_before: None,
+            key: None,
+        })
         .collect();
-    for id in store.enqueue(jobs, now()).unwrap() {
-        println!("enqueued {id}");
+    for enqueued in store.enqueue(jobs, now()).unwrap() {
+        println!("enqueued {}", enqueued.id);
     }
     let topics = ["t".to_owned()];
     let request = FetchRequest { worker: "w", topics: &topics, max: 50, lock_duration: Duration::from_secs(60) };
     let mut done = 0;
     while done < 500 {
         let fetched = store.fetch_and_lock(request, now()).unwrap();
-        let reports = fetched.jobs.iter().map(|j| (j.lock, Report::Completed { output: b"1".to_vec() })).collect();
+        let reports = fetched
+            .jobs
+            .iter()
+            .map(|j| (j.lock, Report::Completed { output: b"1".to_vec(), plugin_version: None }))
+            .collect();
         for reported in store.report(reports, now()).unwrap() {
             if let Reported::Ended(outcome) = reported {
                 println!("completed {}", outcome.job_id);

@@ -10,7 +10,7 @@ use husk_host::dispatch::{JobResult, TopicPolicy};
 use husk_host::fault::{Fault, codes};
 use husk_host::outcome::Outcome;
 use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{CancelResult, JobState, Report, Reported, RetryIncidentResult};
+use husk_host::store::{CancelResult, Enqueued, JobId, JobState, Report, Reported, RetryIncidentResult};
 use serde_json::json;
 
 use crate::rig::{Backend, LOCK, Rig, conformance, rules};
@@ -345,6 +345,109 @@ fn status_reads_come_from_the_published_snapshot(backend: Backend) {
     assert_eq!(*rig.dispatcher.snapshot(), *published);
 }
 
+/// (attempt, plugin version, fault code) of each recorded attempt of `id`.
+fn history(rig: &Rig, id: JobId) -> Vec<(u32, Option<String>, Option<String>)> {
+    let attempts = rig.get(id).attempts;
+    attempts.into_iter().map(|a| (a.attempt, a.plugin_version, a.fault.map(|f| f.code))).collect()
+}
+
+fn version(v: &str) -> Option<String> {
+    Some(v.to_owned())
+}
+
+fn every_spent_attempt_is_recorded_with_its_plugin_version(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(5, 1));
+    let id = rig.enqueue("t");
+    let mut reported_at = Vec::new();
+    for v in ["v1", "v2"] {
+        let job = rig.fetch_one("t");
+        let fault = JobResult::Fault(Fault::new("http.503", format!("on {v}")));
+        assert_eq!(rig.dispatcher.report(&job, fault, Some(v)).unwrap(), Reported::ReArmed);
+        reported_at.push(rig.clock.now());
+        rig.clock.advance(Duration::from_secs(1));
+    }
+    // A release gives the attempt back unspent: nothing recorded.
+    let job = rig.fetch_one("t");
+    assert_eq!(rig.dispatcher.submit(vec![(job.lock, Report::Release)]).unwrap(), vec![Reported::Released]);
+    assert_eq!(rig.get(id).attempts.len(), 2);
+    let job = rig.fetch_one("t");
+    assert_eq!(job.attempt, 3);
+    rig.clock.advance(Duration::from_secs(1));
+    let done = rig.dispatcher.report(&job, JobResult::Output(b"1".to_vec()), Some("v3")).unwrap();
+    assert!(matches!(done, Reported::Ended(_)));
+    reported_at.push(rig.clock.now());
+
+    assert_eq!(
+        history(&rig, id),
+        vec![
+            (1, version("v1"), Some("http.503".into())),
+            (2, version("v2"), Some("http.503".into())),
+            (3, version("v3"), None),
+        ]
+    );
+    let record = rig.get(id);
+    assert_eq!(record.attempts.iter().map(|a| a.finished_at).collect::<Vec<_>>(), reported_at);
+    assert_eq!(record.attempts[0].fault.as_ref().unwrap().body_value(), json!("on v1"));
+    let listed = rig.dispatcher.store().list(&Default::default()).unwrap();
+    assert!(listed.iter().all(|r| r.attempts.is_empty()), "`list` leaves attempts to `get`");
+}
+
+fn a_business_outcome_is_an_attempt_without_a_fault(backend: Backend) {
+    let rig = payments_rig(backend, fixed(5, 1));
+    let id = rig.enqueue("payments");
+    let job = rig.fetch_one("payments");
+    let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
+    rig.dispatcher.report(&job, JobResult::Fault(fault), Some("v7")).unwrap();
+    assert_eq!(history(&rig, id), vec![(1, version("v7"), None)]);
+}
+
+fn lock_expiries_are_attempts_without_a_version_and_a_retried_incident_continues_its_history(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(2, 0));
+    let id = rig.enqueue("t");
+    let first = rig.fetch_one("t");
+    rig.clock.advance(LOCK);
+    let second = rig.fetch_one("t");
+    assert_eq!(second.attempt, 2);
+    let expired = (1, None, Some(codes::LOCK_EXPIRED.to_owned()));
+    assert_eq!(history(&rig, id), vec![expired.clone()]);
+    assert_eq!(rig.get(id).attempts[0].finished_at, rig.clock.now(), "recorded when reclaimed");
+    // The report of a lost lock is dropped: nothing recorded.
+    assert_eq!(rig.complete(&first), Reported::LockLost);
+    assert_eq!(history(&rig, id).len(), 1);
+    rig.clock.advance(LOCK);
+    assert!(rig.fetch("t", 10).is_empty());
+    assert!(matches!(rig.outcome_of(id), Outcome::Failed { .. }));
+    let incident = (2, None, Some(codes::LOCK_EXPIRED.to_owned()));
+    assert_eq!(history(&rig, id), vec![expired.clone(), incident.clone()], "kept when the job ends");
+
+    assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::Requeued);
+    assert_eq!(history(&rig, id).len(), 2, "kept when the incident is retried");
+    for attempt in 1..=2 {
+        let job = rig.fetch_one("t");
+        assert_eq!(job.attempt, attempt);
+        rig.dispatcher.report(&job, JobResult::Fault(Fault::new("boom", "")), Some("v2")).unwrap();
+    }
+    assert_eq!(rig.dispatcher.store().incidents().unwrap().len(), 1, "failed again");
+    let boom = |attempt| (attempt, version("v2"), Some("boom".to_owned()));
+    assert_eq!(history(&rig, id), vec![expired, incident, boom(1), boom(2)]);
+}
+
+fn keyed_enqueue_counts_and_wakes_only_when_it_creates(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 1));
+    let key = || Some("k".to_owned());
+    let first = rig.dispatcher.enqueue_keyed("t", b"{}".to_vec(), key()).unwrap();
+    assert!(first.created);
+    let again = rig.dispatcher.enqueue_keyed("t", b"{\"other\":1}".to_vec(), key()).unwrap();
+    assert_eq!(again, Enqueued { id: first.id, created: false });
+    assert_eq!(rig.dispatcher.totals().enqueued, 1, "counted once");
+    let unkeyed = rig.dispatcher.enqueue_keyed("t", b"{}".to_vec(), None).unwrap();
+    assert!(unkeyed.created && unkeyed.id != first.id);
+    assert!(rig.dispatcher.enqueue_keyed("nope", b"{}".to_vec(), key()).is_err());
+    let fetched: Vec<JobId> = rig.fetch("t", 10).iter().map(|j| j.id()).collect();
+    assert_eq!(fetched, vec![first.id, unkeyed.id]);
+    assert_eq!(rig.dispatcher.totals().enqueued, 2);
+}
+
 #[test]
 fn classification_converts_from_the_contract() {
     let c: Classification = husk_host::bindings::Classification::BusinessStatus("s".into()).into();
@@ -373,4 +476,8 @@ conformance! {
     cancelling_a_running_job_ends_it_cancelled_whatever_it_reports,
     a_cancel_racing_ahead_of_registration_still_reaches_the_job,
     status_reads_come_from_the_published_snapshot,
+    every_spent_attempt_is_recorded_with_its_plugin_version,
+    a_business_outcome_is_an_attempt_without_a_fault,
+    lock_expiries_are_attempts_without_a_version_and_a_retried_incident_continues_its_history,
+    keyed_enqueue_counts_and_wakes_only_when_it_creates,
 }

@@ -4,6 +4,7 @@
 
 #![allow(unreachable_pub, reason = "helpers of a test binary, shared between its modules")]
 
+mod api;
 mod classify;
 mod cli;
 mod crash;
@@ -13,12 +14,15 @@ mod guests;
 mod host;
 mod hostile;
 mod leak;
+mod migrate;
 mod plugin;
 mod pool;
+mod quota;
 mod retry;
 mod rig;
 mod serve;
 mod store;
 mod support;
 mod support_sink;
+mod swap;
 mod timeout;

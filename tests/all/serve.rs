@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use husk_host::fault::{body_value, codes};
 use husk_host::outcome::{Outcome, TerminalOutcome};
 use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{Depth, Durability, JobId, JobState, JobStore, NewJob, SqliteStore};
+use husk_host::store::{Depth, Durability, Enqueued, JobId, JobState, JobStore, NewJob, SqliteStore};
 
 use crate::rig::pg::TestSchema;
 use crate::support::guest;
@@ -62,7 +62,7 @@ mapper_rules = [{{ code = "flaky.*", classify_as = "technical" }}]
 fn serve(config: &Path, log: &Path) -> Child {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     Command::new(env!("CARGO_BIN_EXE_husk"))
-        .args(["serve", "--no-cache", "--config"])
+        .args(["serve", "--no-cache", "--listen", "127.0.0.1:0", "--config"])
         .arg(config)
         .env("RUST_LOG", "info,husk::guest=off")
         .stdout(Stdio::null())
@@ -90,9 +90,15 @@ fn jobs(count: usize) -> Vec<NewJob> {
             } else {
                 ("transform", serde_json::json!({ "name": format!("job {i}"), "n": i }))
             };
-            NewJob { topic: topic.into(), input: input.to_string().into_bytes(), policy: policy(), not_before: None }
+            let input = input.to_string().into_bytes();
+            NewJob { topic: topic.into(), input, policy: policy(), not_before: None, key: None }
         })
         .collect()
+}
+
+/// The ids of enqueued jobs.
+fn ids_of(enqueued: Vec<Enqueued>) -> Vec<JobId> {
+    enqueued.into_iter().map(|e| e.id).collect()
 }
 
 /// Polls `f` every 20 ms until it returns `Some`, for at most `limit`.
@@ -184,7 +190,7 @@ fn sqlite_kill_9_mid_run_and_restart_loses_and_duplicates_nothing() {
     let log = dir.path().join("husk.log");
     let store = SqliteStore::open(&db, Durability::Normal).unwrap();
     let new_jobs = jobs(5_000);
-    let ids = store.enqueue(new_jobs.clone(), SystemTime::now()).unwrap();
+    let ids = ids_of(store.enqueue(new_jobs.clone(), SystemTime::now()).unwrap());
     let inputs: HashMap<JobId, NewJob> = ids.iter().copied().zip(new_jobs).collect();
 
     let mut first = serve(&config, &log);
@@ -218,11 +224,11 @@ fn postgres_three_processes_one_killed_lose_and_duplicate_nothing() {
     let log = dir.path().join("husk.log");
     let new_jobs = jobs(10_000);
     // Half before the processes start, half while they run (woken by NOTIFY).
-    let mut ids = store.enqueue(new_jobs[..5_000].to_vec(), SystemTime::now()).unwrap();
+    let mut ids = ids_of(store.enqueue(new_jobs[..5_000].to_vec(), SystemTime::now()).unwrap());
     let mut children: Vec<Child> = (0..3).map(|_| serve(&config, &log)).collect();
     let mut ended = Counter::default();
     wait_for("the first outcomes", Duration::from_secs(120), || (ended.poll(&*store) > 0).then_some(()));
-    ids.extend(store.enqueue(new_jobs[5_000..].to_vec(), SystemTime::now()).unwrap());
+    ids.extend(ids_of(store.enqueue(new_jobs[5_000..].to_vec(), SystemTime::now()).unwrap()));
     let inputs: HashMap<JobId, NewJob> = ids.iter().copied().zip(new_jobs).collect();
 
     wait_for("3,000 outcomes with jobs running", Duration::from_secs(120), || {
@@ -260,8 +266,8 @@ deadline = "60s"
     let config = dir.path().join("husk.toml");
     std::fs::write(&config, text).unwrap();
     let store = SqliteStore::open(&db, Durability::Normal).unwrap();
-    let job = NewJob { topic: "spin".into(), input: b"{}".to_vec(), policy: policy(), not_before: None };
-    let ids = store.enqueue(vec![job; 4], SystemTime::now()).unwrap();
+    let job = NewJob { topic: "spin".into(), input: b"{}".to_vec(), policy: policy(), not_before: None, key: None };
+    let ids = ids_of(store.enqueue(vec![job; 4], SystemTime::now()).unwrap());
 
     let child = serve(&config, &dir.path().join("husk.log"));
     wait_for("the batch to be claimed", Duration::from_secs(60), || (running(&store) == 4).then_some(()));
@@ -283,7 +289,7 @@ fn bad_config_and_store_input_fail_at_start_with_one_line_naming_them() {
         let config = dir.path().join("husk.toml");
         std::fs::write(&config, text).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_husk"))
-            .args(["serve", "--no-cache", "--config"])
+            .args(["serve", "--no-cache", "--listen", "127.0.0.1:0", "--config"])
             .arg(&config)
             .output()
             .unwrap();

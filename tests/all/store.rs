@@ -1,5 +1,6 @@
 //! The store contract on every backend: outcome log and cursor, depths,
-//! listing; retention (memory) and reopening the file (SQLite).
+//! listing; idempotency keys; retention (memory) and reopening the file
+//! (SQLite).
 
 use std::time::{Duration, SystemTime};
 
@@ -7,8 +8,8 @@ use husk_host::fault::Fault;
 use husk_host::outcome::Outcome;
 use husk_host::retry::RetryPolicySpec;
 use husk_host::store::{
-    CancelResult, Durability, FetchRequest, JobId, JobState, JobStore, ListFilter, MemoryStore, NewJob, Report,
-    Reported, SqliteStore,
+    CancelResult, Depth, Durability, Enqueued, FetchRequest, JobId, JobState, JobStore, ListFilter, LockedJob,
+    MemoryStore, NewJob, Report, Reported, SqliteStore,
 };
 
 use crate::rig::{Backend, conformance};
@@ -20,16 +21,23 @@ fn now() -> SystemTime {
 }
 
 fn job(topic: &str) -> NewJob {
-    NewJob { topic: topic.into(), input: b"{}".to_vec(), policy: RetryPolicySpec::None, not_before: None }
+    NewJob { topic: topic.into(), input: b"{}".to_vec(), policy: RetryPolicySpec::None, not_before: None, key: None }
+}
+
+fn ids_of(enqueued: Vec<Enqueued>) -> Vec<JobId> {
+    enqueued.into_iter().map(|e| e.id).collect()
 }
 
 fn run_to_end(store: &dyn JobStore, topic: &str, outcome: Outcome) -> JobId {
-    let id = store.enqueue(vec![job(topic)], now()).unwrap()[0];
+    let id = store.enqueue(vec![job(topic)], now()).unwrap()[0].id;
     let topics = [topic.to_owned()];
     let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
     let fetched = store.fetch_and_lock(request, now()).unwrap();
     let lock = fetched.jobs[0].lock;
-    assert!(matches!(store.report(vec![(lock, Report::End(outcome))], now()).unwrap()[0], Reported::Ended(_)));
+    assert!(matches!(
+        store.report(vec![(lock, Report::End { outcome, plugin_version: None })], now()).unwrap()[0],
+        Reported::Ended(_)
+    ));
     id
 }
 
@@ -75,9 +83,9 @@ fn retention_forgets_old_outcomes_but_keeps_open_incidents() {
 
 fn depths_and_listing_follow_job_states(backend: Backend) {
     let (store, _dir) = backend.store();
-    let ids = store.enqueue(vec![job("a"), job("a"), job("b")], now()).unwrap();
+    let ids = ids_of(store.enqueue(vec![job("a"), job("a"), job("b")], now()).unwrap());
     let gated = NewJob { not_before: Some(now() + Duration::from_secs(5)), ..job("b") };
-    let gated_id = store.enqueue(vec![gated], now()).unwrap()[0];
+    let gated_id = store.enqueue(vec![gated], now()).unwrap()[0].id;
     let topics = ["a".to_owned()];
     let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
     store.fetch_and_lock(request, now()).unwrap();
@@ -97,7 +105,7 @@ fn depths_and_listing_follow_job_states(backend: Backend) {
 
 fn release_requeues_on_the_same_attempt_unless_a_cancel_was_asked(backend: Backend) {
     let (store, _dir) = backend.store();
-    let ids = store.enqueue(vec![job("t"), job("t")], now()).unwrap();
+    let ids = ids_of(store.enqueue(vec![job("t"), job("t")], now()).unwrap());
     let topics = ["t".to_owned()];
     let request = FetchRequest { worker: "w", topics: &topics, max: 2, lock_duration: Duration::from_secs(30) };
     let fetched = store.fetch_and_lock(request, now()).unwrap().jobs;
@@ -115,10 +123,111 @@ fn release_requeues_on_the_same_attempt_unless_a_cancel_was_asked(backend: Backe
     assert_eq!(stale, vec![Reported::LockLost], "an old lock cannot release the job again");
 }
 
+fn keyed(topic: &str, key: &str) -> NewJob {
+    NewJob { key: Some(key.into()), ..job(topic) }
+}
+
+fn fetch_all(store: &dyn JobStore, topic: &str) -> Vec<LockedJob> {
+    let topics = [topic.to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 100, lock_duration: Duration::from_secs(30) };
+    store.fetch_and_lock(request, now()).unwrap().jobs
+}
+
+fn an_idempotency_key_enqueues_one_job_even_after_it_ended(backend: Backend) {
+    let (store, _dir) = backend.store();
+    let store = store.as_ref();
+    let first = store.enqueue(vec![keyed("t", "order-1")], now()).unwrap();
+    assert!(first[0].created);
+    let id = first[0].id;
+    let again = Enqueued { id, created: false };
+    assert_eq!(store.enqueue(vec![keyed("t", "order-1")], now()).unwrap(), vec![again]);
+    assert_eq!(ids_of_records(store), vec![id], "one job");
+
+    let fetched = fetch_all(store, "t");
+    assert_eq!(fetched.iter().map(|j| j.id()).collect::<Vec<_>>(), vec![id]);
+    let done = Report::Completed { output: b"1".to_vec(), plugin_version: None };
+    assert!(matches!(store.report(vec![(fetched[0].lock, done)], now()).unwrap()[0], Reported::Ended(_)));
+    assert_eq!(store.enqueue(vec![keyed("t", "order-1")], now()).unwrap(), vec![again], "the key outlives the job");
+    assert_eq!(ids_of_records(store), vec![id]);
+    assert!(fetch_all(store, "t").is_empty(), "nothing enqueued");
+    assert!(store.depths().unwrap().iter().all(|(_, d)| *d == Depth::default()));
+}
+
+fn distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once(backend: Backend) {
+    let (store, _dir) = backend.store();
+    let store = store.as_ref();
+    let old = store.enqueue(vec![keyed("t", "a")], now()).unwrap()[0].id;
+    let batch = vec![keyed("t", "b"), keyed("t", "c"), keyed("t", "b"), job("t"), keyed("t", "a"), job("t")];
+    let result = store.enqueue(batch, now()).unwrap();
+    assert_eq!(result.iter().map(|e| e.created).collect::<Vec<_>>(), [true, true, false, true, false, true]);
+    let (b, c, unkeyed, other) = (result[0].id, result[1].id, result[3].id, result[5].id);
+    assert_eq!(result[2].id, b, "the repeat names the first job with the key");
+    assert_eq!(result[4].id, old, "a key already in the store");
+    let mut new = vec![old, b, c, unkeyed, other];
+    new.sort();
+    new.dedup();
+    assert_eq!(new.len(), 5, "distinct jobs: {result:?}");
+    let mut fetched: Vec<JobId> = fetch_all(store, "t").iter().map(|j| j.id()).collect();
+    fetched.sort();
+    assert_eq!(fetched, new, "the five jobs, each once");
+}
+
+fn ids_of_records(store: &dyn JobStore) -> Vec<JobId> {
+    store.list(&ListFilter::default()).unwrap().iter().map(|r| r.id).collect()
+}
+
 conformance! {
     outcome_log_is_ordered_and_resumable_by_cursor,
     depths_and_listing_follow_job_states,
     release_requeues_on_the_same_attempt_unless_a_cancel_was_asked,
+    an_idempotency_key_enqueues_one_job_even_after_it_ended,
+    distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once,
+}
+
+#[test]
+fn postgres_concurrent_enqueues_of_one_key_from_two_processes_make_one_job() {
+    let Some(url) = crate::rig::pg::url() else { return };
+    let schema = crate::rig::pg::TestSchema::new(url);
+    // Two stores: two pools, as two processes would have.
+    let stores = [schema.open(), schema.open()];
+    let keys: Vec<String> = (0..40).map(|i| format!("key-{i:02}")).collect();
+    let results: Vec<Vec<(String, Enqueued)>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (store, keys) = (&stores[t % 2], &keys);
+                scope.spawn(move || {
+                    // Batches of overlapping keys, in a different order per
+                    // thread: waits on each other's keys, never a deadlock.
+                    let mut order: Vec<&String> = keys.iter().collect();
+                    if t % 2 == 1 {
+                        order.reverse();
+                    }
+                    order.rotate_left(t * 7);
+                    let mut seen = Vec::new();
+                    for batch in order.chunks(6) {
+                        let jobs = batch.iter().map(|k| keyed("t", k)).collect();
+                        let enqueued = store.enqueue(jobs, now()).unwrap();
+                        seen.extend(batch.iter().map(|k| (*k).clone()).zip(enqueued));
+                    }
+                    seen
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let mut by_key: std::collections::HashMap<String, Vec<Enqueued>> = std::collections::HashMap::new();
+    for (key, enqueued) in results.into_iter().flatten() {
+        by_key.entry(key).or_default().push(enqueued);
+    }
+    assert_eq!(by_key.len(), keys.len());
+    for (key, results) in &by_key {
+        assert_eq!(results.len(), 4);
+        assert!(results.iter().all(|e| e.id == results[0].id), "{key}: one job for all: {results:?}");
+        assert_eq!(results.iter().filter(|e| e.created).count(), 1, "{key}: created once: {results:?}");
+    }
+    let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+    let count = format!("SELECT count(*) FROM {}.husk_jobs", schema.name);
+    assert_eq!(client.query_one(&count, &[]).unwrap().get::<_, i64>(0), keys.len() as i64, "one job per key");
 }
 
 #[test]
@@ -129,14 +238,15 @@ fn sqlite_jobs_gates_locks_and_outcomes_survive_reopening() {
     {
         let store = SqliteStore::open(&path, Durability::Normal).unwrap();
         ended = run_to_end(&store, "t", Outcome::BusinessStatus { value: "done".into() });
-        running = store.enqueue(vec![job("t")], now()).unwrap()[0];
+        running = store.enqueue(vec![job("t")], now()).unwrap()[0].id;
         let topics = ["t".to_owned()];
         let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
         assert_eq!(store.fetch_and_lock(request, now()).unwrap().jobs[0].id(), running);
-        queued = store.enqueue(vec![job("t")], now()).unwrap()[0];
+        queued = store.enqueue(vec![job("t")], now()).unwrap()[0].id;
         gated = store
             .enqueue(vec![NewJob { not_before: Some(now() + Duration::from_secs(60)), ..job("t") }], now())
-            .unwrap()[0];
+            .unwrap()[0]
+            .id;
     }
     let store = SqliteStore::open(&path, Durability::Normal).unwrap();
     let state = |id| store.get(id).unwrap().unwrap().state;
@@ -175,7 +285,7 @@ fn sqlite_refuses_garbage_and_newer_schemas_naming_the_file() {
 fn postgres_refuses_a_newer_schema_naming_the_url_and_changes_nothing() {
     let Some(url) = crate::rig::pg::url() else { return };
     let schema = crate::rig::pg::TestSchema::new(url);
-    let id = schema.open().enqueue(vec![job("t")], now()).unwrap()[0];
+    let id = schema.open().enqueue(vec![job("t")], now()).unwrap()[0].id;
     let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
     let set_version = format!("UPDATE {}.husk_meta SET value = 99 WHERE key = 'schema_version'", schema.name);
     client.batch_execute(&set_version).unwrap();

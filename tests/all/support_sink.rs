@@ -21,6 +21,17 @@ impl WaitingSink {
         guard.clone()
     }
 
+    /// Waits until at least `n` outcomes arrived (see `wait_for`).
+    pub fn wait_len(&self, n: usize, timeout: Duration) {
+        let guard = self.outcomes.lock().unwrap();
+        let (guard, result) = self.arrived.wait_timeout_while(guard, timeout, |o| o.len() < n).unwrap();
+        assert!(!result.timed_out(), "only {} of {n} outcomes arrived", guard.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.outcomes.lock().unwrap().len()
+    }
+
     pub fn all(&self) -> Vec<TerminalOutcome> {
         self.outcomes.lock().unwrap().clone()
     }

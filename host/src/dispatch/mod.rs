@@ -26,9 +26,10 @@ use crate::outcome::{Outcome, OutcomeSink, TerminalOutcome};
 use crate::retry::{RetryPolicy, RetryPolicySpec};
 use crate::sandbox::CancelToken;
 use crate::store::{
-    CancelResult, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult,
-    StoreError, StoreEvents,
+    CancelResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Report, Reported,
+    RetryIncidentResult, StoreError, StoreEvents,
 };
+use crate::tenant::ConcurrencyGate;
 
 /// How a topic's faults are classified and retried.
 #[derive(Debug, Clone, Default)]
@@ -160,15 +161,44 @@ impl Dispatcher {
         inputs: Vec<Vec<u8>>,
         not_before: Option<SystemTime>,
     ) -> Result<Vec<JobId>, EnqueueError> {
+        let policy = self.topic_retry(topic)?;
+        let jobs: Vec<NewJob> = inputs
+            .into_iter()
+            .map(|input| NewJob { topic: topic.to_owned(), input, policy, not_before, key: None })
+            .collect();
+        Ok(self.add(jobs)?.into_iter().map(|e| e.id).collect())
+    }
+
+    /// Enqueues one job with an optional idempotency key: when a job
+    /// already has `key` (live or ended), nothing is enqueued and that job
+    /// is returned, `created: false`.
+    ///
+    /// # Errors
+    ///
+    /// [`EnqueueError`] for an unknown topic or a store failure; nothing is
+    /// enqueued then.
+    pub fn enqueue_keyed(&self, topic: &str, input: Vec<u8>, key: Option<String>) -> Result<Enqueued, EnqueueError> {
+        let policy = self.topic_retry(topic)?;
+        let job = NewJob { topic: topic.to_owned(), input, policy, not_before: None, key };
+        Ok(self.add(vec![job])?.remove(0))
+    }
+
+    /// The retry policy of a new job of a registered `topic`.
+    fn topic_retry(&self, topic: &str) -> Result<RetryPolicySpec, EnqueueError> {
         let policy = self.topic(topic).ok_or_else(|| EnqueueError::UnknownTopic(topic.to_owned()))?;
-        let policy = self.resolve_retry(&policy);
-        let jobs: Vec<NewJob> =
-            inputs.into_iter().map(|input| NewJob { topic: topic.to_owned(), input, policy, not_before }).collect();
-        let count = jobs.len() as u64;
-        let ids = self.store.enqueue(jobs, self.clock.now())?;
-        self.counters.enqueued(count);
-        self.notifier.notify();
-        Ok(ids)
+        Ok(self.resolve_retry(&policy))
+    }
+
+    /// Stores new jobs; counts, and wakes fetchers for, those created (a
+    /// job whose key was taken adds nothing to fetch).
+    fn add(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>, StoreError> {
+        let enqueued = self.store.enqueue(jobs, self.clock.now())?;
+        let created = enqueued.iter().filter(|e| e.created).count() as u64;
+        if created > 0 {
+            self.counters.enqueued(created);
+            self.notifier.notify();
+        }
+        Ok(enqueued)
     }
 
     /// Locks up to `max` jobs of `topics` for `worker`, waiting up to `wait`
@@ -187,35 +217,69 @@ impl Dispatcher {
         wait: Duration,
         stop: &AtomicBool,
     ) -> Result<Vec<LockedJob>, StoreError> {
+        self.fetch_gated(worker, topics, max, lock_duration, wait, stop, None)
+    }
+
+    /// [`Dispatcher::fetch`] within a tenant's concurrency `gate`: one
+    /// permit per job returned, which the caller gives back once the job's
+    /// report is in. While the tenant is at its limit the fetch waits
+    /// without claiming (and holds no permit while it finds nothing).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    #[expect(clippy::too_many_arguments, reason = "fetch's arguments plus the gate; one call site")]
+    pub fn fetch_gated(
+        &self,
+        worker: &str,
+        topics: &[String],
+        max: usize,
+        lock_duration: Duration,
+        wait: Duration,
+        stop: &AtomicBool,
+        gate: Option<&ConcurrencyGate>,
+    ) -> Result<Vec<LockedJob>, StoreError> {
         let deadline = self.clock.now() + wait;
-        let request = FetchRequest { worker, topics, max, lock_duration };
         loop {
             if self.shut_down.load(Ordering::Acquire) || stop.load(Ordering::Acquire) {
                 return Ok(Vec::new());
             }
             let seen = self.notifier.generation();
             let now = self.clock.now();
-            let fetched = self.store.fetch_and_lock(request, now)?;
-            for ended in &fetched.ended {
-                self.deliver(ended);
-            }
-            if !fetched.jobs.is_empty() {
-                return Ok(fetched.jobs);
+            let permits = gate.map_or(max, |g| g.try_take(max));
+            let mut next_wake = None;
+            if permits > 0 {
+                let request = FetchRequest { worker, topics, max: permits, lock_duration };
+                let fetched = self.store.fetch_and_lock(request, now);
+                if let Some(gate) = gate {
+                    gate.give(permits - fetched.as_ref().map_or(0, |f| f.jobs.len()));
+                }
+                let fetched = fetched?;
+                for ended in &fetched.ended {
+                    self.deliver(ended);
+                }
+                if !fetched.jobs.is_empty() {
+                    return Ok(fetched.jobs);
+                }
+                next_wake = fetched.next_wake;
             }
             if now >= deadline {
                 return Ok(Vec::new());
             }
-            let wake = fetched.next_wake.map_or(deadline, |gate| gate.min(deadline));
+            let wake = next_wake.map_or(deadline, |gate| gate.min(deadline));
             self.notifier.wait(seen, self.clock.real_wait(wake));
         }
     }
 
     /// Decides what a run's result means, classifying a fault with the
-    /// topic's mapper. Runs on the caller's thread, outside the store.
+    /// topic's mapper. Runs on the caller's thread, outside the store. The
+    /// report carries `plugin_version` to the job's attempt history.
     pub fn judge(&self, job: &LockedJob, result: JobResult, plugin_version: Option<&str>) -> Report {
+        let version = || plugin_version.map(str::to_owned);
+        let end = |outcome: Outcome| Report::End { outcome, plugin_version: version() };
         let fault = match result {
-            JobResult::Output(output) => return Report::Completed { output },
-            JobResult::Cancelled => return Report::End(Outcome::Cancelled),
+            JobResult::Output(output) => return Report::Completed { output, plugin_version: version() },
+            JobResult::Cancelled => return end(Outcome::Cancelled),
             JobResult::Fault(fault) => fault,
         };
         let policy = self.topic(&job.topic);
@@ -225,15 +289,17 @@ impl Dispatcher {
             attempts: job.attempt,
             last_fault: fault,
             diagnostic,
-            plugin_version: plugin_version.map(str::to_owned),
+            plugin_version: version(),
         };
         match classification {
-            Classification::BusinessError { code, message } => Report::End(Outcome::BusinessError { code, message }),
-            Classification::BusinessStatus { value } => Report::End(Outcome::BusinessStatus { value }),
-            Classification::TechnicalNonRetryable { diagnostic } => Report::End(failed(diagnostic, fault)),
+            Classification::BusinessError { code, message } => end(Outcome::BusinessError { code, message }),
+            Classification::BusinessStatus { value } => end(Outcome::BusinessStatus { value }),
+            Classification::TechnicalNonRetryable { diagnostic } => end(failed(diagnostic, fault)),
             Classification::Technical { diagnostic } => match job.policy.retry(job.attempt, &diagnostic) {
-                Some(backoff) => Report::ReArm { fault, not_before: self.clock.now() + backoff },
-                None => Report::End(failed(diagnostic, fault)),
+                Some(backoff) => {
+                    Report::ReArm { fault, not_before: self.clock.now() + backoff, plugin_version: version() }
+                }
+                None => end(failed(diagnostic, fault)),
             },
         }
     }

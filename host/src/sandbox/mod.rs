@@ -246,7 +246,7 @@ impl Sandbox {
             .operation_pre()
             .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::Operation })?;
         let execution = self.run(&job.id, &job.topic, limits, cancel, |store| {
-            let instance = pre.instantiate(&mut *store)?;
+            let instance = with_pool_retry(|| pre.instantiate(&mut *store))?;
             instance.call_execute(&mut *store, job)
         })?;
         Ok(execution.and_then_returned(|result| {
@@ -280,7 +280,7 @@ impl Sandbox {
             .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::ErrorMapper })?;
         let wit_fault = operation::husk::worker::types::Fault { code: fault.code.clone(), body: fault.body.clone() };
         self.run("", "error-mapper", limits, None, |store| {
-            let instance = pre.instantiate(&mut *store)?;
+            let instance = with_pool_retry(|| pre.instantiate(&mut *store))?;
             instance.call_classify(&mut *store, &wit_fault)
         })
     }
@@ -375,6 +375,26 @@ impl<T> Execution<T> {
             fuel_consumed: self.fuel_consumed,
             peak_memory: self.peak_memory,
             log: self.log,
+        }
+    }
+}
+
+/// Tries an instantiation again while the pooling allocator reports its
+/// slots exhausted, for a bounded number of tries: slots freed by jobs that
+/// just ended can sit in another thread's decommit queue, or be briefly
+/// held while wasmtime reclaims the warm slots of a dropped module (a hot
+/// swap). Such a moment is the host's, not the job's: it must not cost the
+/// job an attempt.
+fn with_pool_retry<T>(mut instantiate: impl FnMut() -> wasmtime::Result<T>) -> wasmtime::Result<T> {
+    const TRIES: u32 = 1_000;
+    let mut tries = 1;
+    loop {
+        match instantiate() {
+            Err(error) if tries < TRIES && error.is::<wasmtime::PoolConcurrencyLimitError>() => {
+                tries += 1;
+                std::thread::yield_now();
+            }
+            result => return result,
         }
     }
 }

@@ -1,6 +1,12 @@
 //! The in-memory job store: one mutex over indexes of live jobs (ready
 //! queues per topic, gates and lock expiries ordered by time) and a bounded
 //! log of terminal outcomes. Fast, and gone when the process ends.
+//!
+//! Idempotency keys are kept in a map that is never pruned (a key must
+//! outlive its job, and the outcome log's retention forgets jobs): a store
+//! fed a new key per job grows by one entry per job for the life of the
+//! process. A key whose job was forgotten still enqueues nothing and names
+//! that job, which `get` no longer finds.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
@@ -10,8 +16,8 @@ use rustc_hash::FxHashMap as HashMap;
 use serde_json::json;
 
 use super::{
-    CancelResult, Depth, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock, LockInfo,
-    NewJob, Report, Reported, RetryIncidentResult, StoreError,
+    AttemptRecord, CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
+    ListFilter, Lock, LockInfo, NewJob, Report, Reported, RetryIncidentResult, StoreError, expired_attempt,
 };
 use crate::fault::{Fault, codes, epoch_millis};
 use crate::outcome::{Outcome, TerminalOutcome};
@@ -49,6 +55,9 @@ struct Inner {
     log: VecDeque<TerminalOutcome>,
     incidents: BTreeSet<JobId>,
     depths: HashMap<String, Depth>,
+    /// Idempotency keys and the job that took each; never pruned (see the
+    /// module docs).
+    keys: HashMap<String, JobId>,
 }
 
 #[derive(Debug)]
@@ -63,6 +72,8 @@ struct Live {
     lock: Option<HeldLock>,
     last_fault: Option<Fault>,
     cancel_requested: bool,
+    /// Finished attempts, oldest first.
+    history: Vec<AttemptRecord>,
 }
 
 #[derive(Debug)]
@@ -76,8 +87,10 @@ struct HeldLock {
 /// keeps its own, and its input, so it outlives the log and can be retried.
 #[derive(Debug)]
 struct Ended {
-    /// The job as it ended, without its outcome.
+    /// The job as it ended, without its outcome and attempts.
     record: JobRecord,
+    /// Its finished attempts (apart from `record`, which `list` clones).
+    history: Vec<AttemptRecord>,
     seq: u64,
     incident: Option<Incident>,
 }
@@ -119,6 +132,7 @@ impl Live {
             last_fault: self.last_fault.clone(),
             cancel_requested: self.cancel_requested,
             outcome: None,
+            attempts: Vec::new(),
         }
     }
 
@@ -209,7 +223,7 @@ impl Inner {
         if incident.is_some() {
             self.incidents.insert(id);
         }
-        self.ended.insert(id, Ended { record, seq: terminal.seq, incident });
+        self.ended.insert(id, Ended { record, history: job.history, seq: terminal.seq, incident });
         self.log.push_back(terminal.clone());
         while self.log.len() > retained {
             if let Some(old) = self.log.pop_front()
@@ -258,6 +272,7 @@ impl Inner {
                 }),
             );
             job.last_fault = Some(fault.clone());
+            job.history.push(expired_attempt(job.attempt, &fault, now));
             let diagnostic = format!("lock of worker {worker} expired before it reported attempt {}", job.attempt);
             if job.cancel_requested {
                 ended.push(self.end(id, Outcome::Cancelled, now, retained));
@@ -288,6 +303,7 @@ impl Inner {
         gate.into_iter().chain(lock).min()
     }
 
+    /// The record of a job, without its attempts (see [`JobStore::get`]).
     fn record(&self, id: JobId) -> Option<JobRecord> {
         if let Some(job) = self.live.get(&id) {
             return Some(job.record(id));
@@ -300,15 +316,31 @@ impl Inner {
         };
         Some(record)
     }
+
+    /// A job's finished attempts.
+    fn history(&self, id: JobId) -> Vec<AttemptRecord> {
+        match (self.live.get(&id), self.ended.get(&id)) {
+            (Some(job), _) => job.history.clone(),
+            (None, Some(ended)) => ended.history.clone(),
+            (None, None) => Vec::new(),
+        }
+    }
 }
 
 impl JobStore for MemoryStore {
-    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<JobId>, StoreError> {
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
         let mut inner = self.lock();
-        let mut ids = Vec::with_capacity(jobs.len());
+        let mut results = Vec::with_capacity(jobs.len());
         for job in jobs {
+            if let Some(&id) = job.key.as_ref().and_then(|key| inner.keys.get(key)) {
+                results.push(Enqueued { id, created: false });
+                continue;
+            }
             inner.next_id += 1;
             let id = JobId(inner.next_id);
+            if let Some(key) = job.key {
+                inner.keys.insert(key, id);
+            }
             inner.live.insert(
                 id,
                 Live {
@@ -322,12 +354,13 @@ impl JobStore for MemoryStore {
                     lock: None,
                     last_fault: None,
                     cancel_requested: false,
+                    history: Vec::new(),
                 },
             );
             inner.arm(id, job.not_before, now);
-            ids.push(id);
+            results.push(Enqueued { id, created: true });
         }
-        Ok(ids)
+        Ok(results)
     }
 
     fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
@@ -387,18 +420,21 @@ impl JobStore for MemoryStore {
                     return Reported::LockLost;
                 }
                 let job = inner.live.get_mut(&lock.job).expect("held lock, live job");
+                job.history.extend(report.attempt_record(job.attempt, now));
                 if job.cancel_requested {
                     return Reported::Ended(Box::new(inner.end(lock.job, Outcome::Cancelled, now, self.retained)));
                 }
                 match report {
-                    Report::Completed { output } => Reported::Ended(Box::new(inner.end(
+                    Report::Completed { output, .. } => Reported::Ended(Box::new(inner.end(
                         lock.job,
                         Outcome::Completed { output },
                         now,
                         self.retained,
                     ))),
-                    Report::End(outcome) => Reported::Ended(Box::new(inner.end(lock.job, outcome, now, self.retained))),
-                    Report::ReArm { fault, not_before } => {
+                    Report::End { outcome, .. } => {
+                        Reported::Ended(Box::new(inner.end(lock.job, outcome, now, self.retained)))
+                    }
+                    Report::ReArm { fault, not_before, .. } => {
                         let expires_at = job.lock.as_ref().map(|l| l.expires_at).expect("held lock");
                         job.attempt += 1;
                         job.last_fault = Some(fault);
@@ -449,7 +485,8 @@ impl JobStore for MemoryStore {
             return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
         }
         let ended = inner.ended.remove(&id).expect("an incident is kept");
-        let (record, incident) = (ended.record, ended.incident.expect("an incident keeps its input"));
+        let (record, history) = (ended.record, ended.history);
+        let incident = ended.incident.expect("an incident keeps its input");
         inner.live.insert(
             id,
             Live {
@@ -463,6 +500,7 @@ impl JobStore for MemoryStore {
                 lock: None,
                 last_fault: record.last_fault,
                 cancel_requested: false,
+                history,
             },
         );
         inner.arm(id, None, now);
@@ -470,7 +508,8 @@ impl JobStore for MemoryStore {
     }
 
     fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
-        Ok(self.lock().record(id))
+        let inner = self.lock();
+        Ok(inner.record(id).map(|record| JobRecord { attempts: inner.history(id), ..record }))
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {

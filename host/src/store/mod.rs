@@ -8,6 +8,11 @@
 //! decision the store makes itself is lock expiry: a job whose lock expired
 //! is reclaimed as a failed attempt (fault `husk.lock-expired`, technical),
 //! re-armed by its retry policy or, when that is exhausted, ended `Failed`.
+//!
+//! Every spent attempt is recorded in the job's history ([`AttemptRecord`]:
+//! the plugin version that ran it and its fault), kept when the job ends
+//! and across retried incidents. An idempotency key ([`NewJob::key`]) is
+//! kept for good, beyond the job's end.
 
 mod memory;
 mod postgres;
@@ -49,6 +54,20 @@ pub struct NewJob {
     pub policy: RetryPolicySpec,
     /// Do not run before this time; `None` for as soon as possible.
     pub not_before: Option<SystemTime>,
+    /// An idempotency key, unique across the store: a second enqueue with
+    /// the same key enqueues nothing and returns the first job's id, whether
+    /// that job is live or ended. `None`: no key, always enqueued.
+    pub key: Option<String>,
+}
+
+/// What [`JobStore::enqueue`] did with one [`NewJob`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Enqueued {
+    /// The job: the new one, or the one that already had the key.
+    pub id: JobId,
+    /// Whether a job was enqueued; `false` when its key already existed
+    /// (in the store, or earlier in the same call).
+    pub created: bool,
 }
 
 /// Where a job is in its life.
@@ -102,6 +121,25 @@ pub struct JobRecord {
     pub cancel_requested: bool,
     /// Its terminal outcome, once ended.
     pub outcome: Option<TerminalOutcome>,
+    /// Its finished attempts, oldest first, across retried incidents.
+    /// Filled by [`JobStore::get`]; [`JobStore::list`] and
+    /// [`JobStore::incidents`] leave it empty.
+    #[serde(default)]
+    pub attempts: Vec<AttemptRecord>,
+}
+
+/// One finished attempt of a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// Which attempt (1-based).
+    pub attempt: u32,
+    /// The plugin version (digest) that ran it, if known.
+    pub plugin_version: Option<String>,
+    /// Its fault; `None` when it returned output or ended without a fault.
+    pub fault: Option<Fault>,
+    /// When it was reported.
+    #[serde(with = "crate::fault::epoch_millis")]
+    pub finished_at: SystemTime,
 }
 
 mod optional_millis {
@@ -190,6 +228,8 @@ pub enum Report {
     Completed {
         /// The output.
         output: Vec<u8>,
+        /// The plugin version (digest) that ran the attempt, if known.
+        plugin_version: Option<String>,
     },
     /// A technical fault to retry: re-arm the job for attempt + 1 at
     /// `not_before`.
@@ -198,14 +238,45 @@ pub enum Report {
         fault: Fault,
         /// When the next attempt may run.
         not_before: SystemTime,
+        /// The plugin version (digest) that ran the attempt, if known.
+        plugin_version: Option<String>,
     },
     /// Any other terminal outcome (business error or status, `Failed`,
     /// `Cancelled`).
-    End(Outcome),
+    End {
+        /// The outcome.
+        outcome: Outcome,
+        /// The plugin version (digest) that ran the attempt, if known.
+        plugin_version: Option<String>,
+    },
     /// Give the job back unrun (a graceful shutdown): it is queued again on
     /// the same attempt, which is not spent. A job whose owner asked to
     /// cancel it ends `Cancelled` instead.
     Release,
+}
+
+impl Report {
+    /// The record of the attempt this report spends, as attempt `attempt`
+    /// reported at `now`; `None` for a release, which spends none. (Also
+    /// recorded when a cancel overrides the report: the attempt ran.)
+    fn attempt_record(&self, attempt: u32, now: SystemTime) -> Option<AttemptRecord> {
+        let (plugin_version, fault) = match self {
+            Report::Completed { plugin_version, .. } => (plugin_version, None),
+            Report::ReArm { fault, plugin_version, .. } => (plugin_version, Some(fault)),
+            Report::End { outcome, plugin_version } => match outcome {
+                Outcome::Failed { last_fault, .. } => (plugin_version, Some(last_fault)),
+                _ => (plugin_version, None),
+            },
+            Report::Release => return None,
+        };
+        Some(AttemptRecord { attempt, plugin_version: plugin_version.clone(), fault: fault.cloned(), finished_at: now })
+    }
+}
+
+/// The record of attempt `attempt` of a job whose lock expired: reclaimed
+/// at `now` with `fault` (`husk.lock-expired`); the version is unknown.
+fn expired_attempt(attempt: u32, fault: &Fault, now: SystemTime) -> AttemptRecord {
+    AttemptRecord { attempt, plugin_version: None, fault: Some(fault.clone()), finished_at: now }
 }
 
 /// The result of a report.
@@ -290,12 +361,14 @@ pub trait StoreEvents: Send + Sync {
 /// the store never reads time itself. Implementations must be safe to call
 /// from many threads.
 pub trait JobStore: Send + Sync + 'static {
-    /// Adds jobs; returns their ids in order.
+    /// Adds jobs; returns what became of each, in order. A job whose
+    /// [`NewJob::key`] is already in the store (or earlier in `jobs`) is not
+    /// added: its entry names the job that has the key, `created: false`.
     ///
     /// # Errors
     ///
-    /// [`StoreError`] when the store fails.
-    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<JobId>, StoreError>;
+    /// [`StoreError`] when the store fails; nothing is enqueued then.
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError>;
 
     /// Locks up to `request.max` fetchable jobs of `request.topics`: queued
     /// jobs, gated jobs whose gate has passed, and running jobs whose lock
@@ -334,7 +407,8 @@ pub trait JobStore: Send + Sync + 'static {
     /// [`StoreError`] when the store fails.
     fn retry_incident(&self, id: JobId, now: SystemTime) -> Result<RetryIncidentResult, StoreError>;
 
-    /// One job, live or ended.
+    /// One job, live or ended, with its finished attempts
+    /// ([`JobRecord::attempts`]).
     ///
     /// # Errors
     ///

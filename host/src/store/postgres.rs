@@ -20,6 +20,10 @@
 //!   are serialized on that row, so `seq` order is commit order and a
 //!   consumer reading `outcomes_after(cursor)` never skips an outcome that
 //!   commits late.
+//! - Idempotency keys live in `husk_keys`, taken in the enqueue's
+//!   transaction before the job row is written (`INSERT ... ON CONFLICT DO
+//!   NOTHING`): of concurrent enqueues of one key, one takes it and the
+//!   others wait for its commit, then return its job without writing one.
 //!
 //! Durability: enqueues, reports, cancels and retries commit with the
 //! server's `synchronous_commit` (on by default: the commit is flushed to
@@ -29,7 +33,7 @@
 //! only makes the job fetchable again, and any later synchronous commit
 //! (such as the report of that job) flushes it first.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
@@ -40,16 +44,21 @@ use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
 
 use super::rows::{
-    Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, live_columns, millis, outcome_columns,
+    Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, history_of, live_columns, millis, outcome_columns,
     record_of_outcome, time, to_json,
 };
 use super::{
-    CancelResult, Depth, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock, LockedJob,
-    NewJob, Report, Reported, RetryIncidentResult, SCHEMA_VERSION, StoreError, StoreEvents,
+    AttemptRecord, CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
+    ListFilter, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult, SCHEMA_VERSION, StoreError,
+    StoreEvents,
 };
 use crate::outcome::{Outcome, TerminalOutcome};
 
-const MIGRATIONS: [&str; 1] = [r#"
+/// Migration `i` takes a database from schema `i` to `i + 1` (see
+/// [`SCHEMA_VERSION`]); opening applies those past `husk_meta`'s
+/// `schema_version`, in one transaction.
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    r#"
 CREATE TABLE husk_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
 INSERT INTO husk_meta (key, value) VALUES ('schema_version', 0), ('outcome_seq', 0);
 CREATE SEQUENCE husk_lock_tokens;
@@ -88,7 +97,15 @@ CREATE TABLE husk_outcomes (
     UNIQUE (job_id, generation)
 );
 CREATE INDEX husk_outcomes_incidents ON husk_outcomes (job_id) WHERE open_incident;
-"#];
+"#,
+    // 2: attempt histories (JSON arrays of `AttemptRecord`s) and
+    // idempotency keys (kept after their job ends, so not on its row).
+    r#"
+ALTER TABLE husk_jobs ADD COLUMN history JSONB NOT NULL DEFAULT '[]';
+ALTER TABLE husk_outcomes ADD COLUMN history JSONB NOT NULL DEFAULT '[]';
+CREATE TABLE husk_keys (key TEXT PRIMARY KEY, job_id BIGINT NOT NULL);
+"#,
+];
 
 /// How often (clock time) a fetch that claims jobs also reclaims expired
 /// locks; a fetch that finds nothing to claim always does.
@@ -373,12 +390,16 @@ impl PostgresStore {
     ) -> Result<(usize, Vec<Option<Reported>>), StoreError> {
         let mut results: Vec<Option<Reported>> = vec![None; reports.len()];
         let (mut slots, mut ids, mut tokens, mut outcomes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut spent = Vec::new();
         for (slot, (lock, report)) in reports.iter().enumerate() {
-            if let Report::Completed { output } = report {
+            if let Report::Completed { output, .. } = report {
                 slots.push(slot as i64);
                 ids.push(lock.job.0 as i64);
                 tokens.push(lock.token as i64);
                 outcomes.push(to_json(&Outcome::Completed { output: output.clone() }));
+                // The attempt's number is the row's: the statement sets it
+                // (`|| jsonb_build_object('attempt', ...)` replaces this 0).
+                spent.push(to_json(&report.attempt_record(0, now).expect("a completion spends its attempt")));
             }
         }
         if ids.is_empty() {
@@ -387,14 +408,16 @@ impl PostgresStore {
         // The DELETE checks the lock itself, so no prior SELECT ... FOR
         // UPDATE is needed; the seq counter row is locked after the job rows
         // (its new value needs the count of deleted rows).
-        let sql = "WITH r AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[])
-                                          AS r(slot, id, token, outcome)),
+        let sql = "WITH r AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $6::text[])
+                                          AS r(slot, id, token, outcome, spent)),
              ended AS (
                  DELETE FROM husk_jobs j USING r
                  WHERE j.id = r.id AND j.state = 2 AND j.lock_token = r.token AND j.lock_expires_at > $5
                        AND NOT j.cancel_requested
                  RETURNING j.id, j.generation, j.topic, j.attempt, j.enqueued_at, j.policy, j.last_fault,
-                           r.outcome, r.slot),
+                           r.outcome, r.slot,
+                           j.history || jsonb_build_array(r.spent::jsonb || jsonb_build_object('attempt', j.attempt))
+                               AS history),
              counter AS (
                  UPDATE husk_meta SET value = value + (SELECT count(*) FROM ended) WHERE key = 'outcome_seq'
                  RETURNING value - (SELECT count(*) FROM ended) AS base),
@@ -402,15 +425,16 @@ impl PostgresStore {
                  SELECT e.*, (SELECT base FROM counter) + row_number() OVER (ORDER BY e.slot) AS seq FROM ended e),
              inserted AS (
                  INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at,
-                                            outcome, policy, last_fault, open_incident)
-                 SELECT seq, id, generation, topic, attempt, enqueued_at, $5, outcome, policy, last_fault, FALSE
+                                            outcome, policy, last_fault, open_incident, history)
+                 SELECT seq, id, generation, topic, attempt, enqueued_at, $5, outcome, policy, last_fault, FALSE,
+                        history
                  FROM numbered)
              SELECT slot, seq, id, topic, attempt, enqueued_at FROM numbered";
-        let rows =
-            self.autocommit("report", |query| Ok(query(sql, &[&slots, &ids, &tokens, &outcomes, &millis(now)])?))?;
+        let rows = self
+            .autocommit("report", |query| Ok(query(sql, &[&slots, &ids, &tokens, &outcomes, &millis(now), &spent])?))?;
         for row in &rows {
             let slot = row.get::<_, i64>(0) as usize;
-            let Report::Completed { output } = &reports[slot].1 else { unreachable!("only completions are sent") };
+            let Report::Completed { output, .. } = &reports[slot].1 else { unreachable!("only completions are sent") };
             results[slot] = Some(Reported::Ended(Box::new(TerminalOutcome {
                 seq: row.get::<_, i64>(1) as u64,
                 job_id: JobId(row.get::<_, i64>(2) as u64),
@@ -443,25 +467,26 @@ impl PostgresStore {
                     results.push(Reported::LockLost);
                     continue;
                 };
-                let ending = match report {
+                let spent = report.attempt_record(job.attempt as u32, now);
+                let outcome = match report {
                     _ if job.cancel_requested => Outcome::Cancelled,
-                    Report::Completed { output } => Outcome::Completed { output },
-                    Report::End(outcome) => outcome,
-                    Report::ReArm { fault, not_before } => {
-                        let fault = Some(to_json(&fault));
-                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault, gate: Some(not_before) });
+                    Report::Completed { output, .. } => Outcome::Completed { output },
+                    Report::End { outcome, .. } => outcome,
+                    Report::ReArm { fault, not_before, .. } => {
+                        let (fault, gate) = (Some(to_json(&fault)), Some(not_before));
+                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault, gate, spent });
                         results.push(Reported::ReArmed);
                         continue;
                     }
                     Report::Release => {
-                        arms.push(Arm { id: job.id, attempt: job.attempt, fault: None, gate: None });
+                        arms.push(Arm { id: job.id, attempt: job.attempt, fault: None, gate: None, spent: None });
                         results.push(Reported::Released);
                         continue;
                     }
                 };
                 ending_slots.push(results.len());
                 results.push(Reported::LockLost);
-                endings.push((job, ending));
+                endings.push(Ending { job, outcome, spent });
             }
             if arm_all(tx, &arms, now)? {
                 notify(tx, &channels.jobs, "")?;
@@ -503,11 +528,13 @@ impl PostgresStore {
             let reclaimed = !expired.is_empty();
             let (mut arms, mut endings) = (Vec::new(), Vec::new());
             for job in expired {
-                match job.expire()? {
+                let (expired, spent) = job.expire(now)?;
+                match expired {
                     Expired::ReArm { fault, gate } => {
-                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault: Some(fault), gate: Some(gate) });
+                        let (attempt, fault, gate, spent) = (job.attempt + 1, Some(fault), Some(gate), Some(spent));
+                        arms.push(Arm { id: job.id, attempt, fault, gate, spent });
                     }
-                    Expired::End(outcome) => endings.push((job, outcome)),
+                    Expired::End(outcome) => endings.push(Ending { job, outcome, spent: Some(spent) }),
                 }
             }
             arm_all(tx, &arms, now)?;
@@ -657,9 +684,26 @@ fn record_of(row: &Row) -> Result<JobRecord, serde_json::Error> {
 /// A live, unlocked job to put in the queue or behind its gate.
 struct Arm {
     id: i64,
+    /// The attempt it will be on.
     attempt: i64,
+    /// Its new last fault (JSON); `None` keeps the old one.
     fault: Option<String>,
     gate: Option<SystemTime>,
+    /// The attempt it spent, to append to its history.
+    spent: Option<AttemptRecord>,
+}
+
+/// A live job (its row locked by this transaction) to end.
+struct Ending {
+    job: LiveRow,
+    outcome: Outcome,
+    /// The attempt it spent, to append to its history.
+    spent: Option<AttemptRecord>,
+}
+
+/// History entries to append (`||`): a JSON array of none or one attempt.
+fn appended(spent: Option<&AttemptRecord>) -> String {
+    to_json(&spent.as_slice())
 }
 
 /// Arms jobs in one statement. Returns whether any became fetchable now.
@@ -671,59 +715,61 @@ fn arm_all(tx: &mut Tx<'_>, arms: &[Arm], now: SystemTime) -> Result<bool, postg
     let (states, gates): (Vec<i64>, Vec<Option<i64>>) = arms.iter().map(|a| armed_state(a.gate, now)).unzip();
     let attempts: Vec<i64> = arms.iter().map(|a| a.attempt).collect();
     let faults: Vec<Option<&str>> = arms.iter().map(|a| a.fault.as_deref()).collect();
+    let spent: Vec<String> = arms.iter().map(|a| appended(a.spent.as_ref())).collect();
     tx.execute(
         "UPDATE husk_jobs j SET state = a.state, not_before = a.not_before, attempt = a.attempt,
                 last_fault = COALESCE(a.fault, j.last_fault),
-                lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL
-         FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[])
-              AS a(id, state, not_before, attempt, fault)
+                lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL,
+                history = j.history || a.spent::jsonb
+         FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[])
+              AS a(id, state, not_before, attempt, fault, spent)
          WHERE j.id = a.id",
-        &[&ids, &states, &gates, &attempts, &faults],
+        &[&ids, &states, &gates, &attempts, &faults, &spent],
     )?;
     Ok(states.contains(&QUEUED))
 }
 
 /// Ends live jobs (rows already locked by this transaction): records their
-/// outcomes with the next `seq`s and deletes them from the live jobs. The
-/// `seq` counter row is locked last, and held until commit.
-fn end_all(
-    tx: &mut Tx<'_>,
-    endings: Vec<(LiveRow, Outcome)>,
-    now: SystemTime,
-) -> Result<Vec<TerminalOutcome>, postgres::Error> {
+/// outcomes (with their histories) with the next `seq`s and deletes them
+/// from the live jobs. The `seq` counter row is locked last, and held until
+/// commit.
+fn end_all(tx: &mut Tx<'_>, endings: Vec<Ending>, now: SystemTime) -> Result<Vec<TerminalOutcome>, postgres::Error> {
     if endings.is_empty() {
         return Ok(Vec::new());
     }
     let count = endings.len() as i64;
-    let ids: Vec<i64> = endings.iter().map(|(job, _)| job.id).collect();
+    let ids: Vec<i64> = endings.iter().map(|e| e.job.id).collect();
     let offsets: Vec<i64> = (1..=count).collect();
-    let attempts: Vec<i64> = endings.iter().map(|(job, _)| i64::from(job.attempts_made())).collect();
-    let outcomes: Vec<String> = endings.iter().map(|(_, outcome)| to_json(outcome)).collect();
-    let faults: Vec<Option<String>> = endings.iter().map(|(job, outcome)| job.outcome_fault(outcome)).collect();
-    let incidents: Vec<bool> = endings.iter().map(|(_, outcome)| matches!(outcome, Outcome::Failed { .. })).collect();
+    let attempts: Vec<i64> = endings.iter().map(|e| i64::from(e.job.attempts_made())).collect();
+    let outcomes: Vec<String> = endings.iter().map(|e| to_json(&e.outcome)).collect();
+    let faults: Vec<Option<String>> = endings.iter().map(|e| e.job.outcome_fault(&e.outcome)).collect();
+    let incidents: Vec<bool> = endings.iter().map(|e| matches!(e.outcome, Outcome::Failed { .. })).collect();
+    let spent: Vec<String> = endings.iter().map(|e| appended(e.spent.as_ref())).collect();
     // One round trip: take `count` seqs from the counter row (locked until
     // commit), delete the jobs, insert their outcomes.
     let row = tx.query_one(
         "WITH counter AS (
              UPDATE husk_meta SET value = value + $8 WHERE key = 'outcome_seq' RETURNING value - $8 AS base),
          ended AS (
-             DELETE FROM husk_jobs WHERE id = ANY($1) RETURNING id, generation, topic, enqueued_at, policy, input),
+             DELETE FROM husk_jobs WHERE id = ANY($1)
+             RETURNING id, generation, topic, enqueued_at, policy, input, history),
          inserted AS (
              INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at, outcome,
-                                        policy, last_fault, open_incident, input)
+                                        policy, last_fault, open_incident, input, history)
              SELECT (SELECT base FROM counter) + r.pos, e.id, e.generation, e.topic, r.attempts, e.enqueued_at,
-                    $7, r.outcome, e.policy, r.last_fault, r.incident, CASE WHEN r.incident THEN e.input END
+                    $7, r.outcome, e.policy, r.last_fault, r.incident, CASE WHEN r.incident THEN e.input END,
+                    e.history || r.spent::jsonb
              FROM ended e
-             JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
-                  AS r(id, pos, attempts, outcome, last_fault, incident) ON r.id = e.id
+             JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[], $9::text[])
+                  AS r(id, pos, attempts, outcome, last_fault, incident, spent) ON r.id = e.id
              RETURNING 1)
          SELECT (SELECT base FROM counter), (SELECT count(*) FROM inserted)",
-        &[&ids, &offsets, &attempts, &outcomes, &faults, &incidents, &millis(now), &count],
+        &[&ids, &offsets, &attempts, &outcomes, &faults, &incidents, &millis(now), &count, &spent],
     )?;
     let (base, inserted): (i64, i64) = (row.get(0), row.get(1));
     debug_assert_eq!(inserted, count, "every ended job was live and locked by this transaction");
     let seqs: Vec<i64> = offsets.iter().map(|offset| base + offset).collect();
-    Ok(endings.into_iter().zip(seqs).map(|((job, outcome), seq)| job.terminal(seq, outcome, now)).collect())
+    Ok(endings.into_iter().zip(seqs).map(|(e, seq)| e.job.terminal(seq, e.outcome, now)).collect())
 }
 
 /// Claims up to `request.max` jobs, topic by topic: queued jobs and gated
@@ -777,12 +823,59 @@ fn claim(
     Ok(jobs)
 }
 
+/// Takes the idempotency keys of `jobs` for their drawn ids (`results`),
+/// and marks each job whose key is taken (`created: false`, with the id of
+/// the job that has it): by an earlier job of this call, or in the table.
+///
+/// Of two transactions inserting one key, the second waits on the first's
+/// row until it commits (then does nothing, and reads the row: a new
+/// statement sees what committed before it) or rolls back (then takes the
+/// key). Keys are inserted in sorted order, so that enqueues with
+/// overlapping keys wait on each other in one order and never deadlock.
+fn take_keys(tx: &mut Tx<'_>, jobs: &[NewJob], results: &mut [Enqueued]) -> Result<(), postgres::Error> {
+    // The first job of this call with a key takes it for the others.
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (slot, job) in jobs.iter().enumerate() {
+        if let Some(key) = job.key.as_deref() {
+            first.entry(key).or_insert(slot);
+        }
+    }
+    let mut wanted: Vec<(&str, i64)> = first.iter().map(|(key, slot)| (*key, results[*slot].id.0 as i64)).collect();
+    wanted.sort_unstable();
+    let (keys, ids): (Vec<&str>, Vec<i64>) = wanted.into_iter().unzip();
+    let taken: HashSet<String> = tx
+        .query(
+            "INSERT INTO husk_keys (key, job_id) SELECT * FROM unnest($1::text[], $2::bigint[])
+             ON CONFLICT (key) DO NOTHING RETURNING key",
+            &[&keys, &ids],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let held: Vec<&str> = keys.into_iter().filter(|key| !taken.contains(*key)).collect();
+    let existing: HashMap<String, i64> = if held.is_empty() {
+        HashMap::new()
+    } else {
+        let rows = tx.query("SELECT key, job_id FROM husk_keys WHERE key = ANY($1)", &[&held])?;
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+    };
+    for (slot, job) in jobs.iter().enumerate() {
+        let Some(key) = job.key.as_deref() else { continue };
+        if let Some(&id) = existing.get(key) {
+            results[slot] = Enqueued { id: JobId(id as u64), created: false };
+        } else if first[key] != slot {
+            results[slot] = Enqueued { id: results[first[key]].id, created: false };
+        }
+    }
+    Ok(())
+}
+
 fn notify(tx: &mut Tx<'_>, channel: &str, payload: &str) -> Result<(), postgres::Error> {
     tx.execute("SELECT pg_notify($1, $2)", &[&channel, &payload]).map(drop)
 }
 
 impl JobStore for PostgresStore {
-    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<JobId>, StoreError> {
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -794,6 +887,15 @@ impl JobStore for PostgresStore {
                 .map(|r| r.get(0))
                 .collect();
             ids.sort_unstable();
+            let mut results: Vec<Enqueued> =
+                ids.iter().map(|&id| Enqueued { id: JobId(id as u64), created: true }).collect();
+            if jobs.iter().any(|j| j.key.is_some()) {
+                take_keys(tx, &jobs, &mut results)?;
+            }
+            // Only the jobs that took their key (or have none) are written;
+            // the ids drawn for the others are left unused.
+            let jobs: Vec<&NewJob> = jobs.iter().zip(&results).filter(|(_, e)| e.created).map(|(j, _)| j).collect();
+            let ids: Vec<i64> = results.iter().filter(|e| e.created).map(|e| e.id.0 as i64).collect();
             let topics: Vec<&str> = jobs.iter().map(|j| j.topic.as_str()).collect();
             let inputs: Vec<&[u8]> = jobs.iter().map(|j| j.input.as_slice()).collect();
             let policies: Vec<String> = jobs.iter().map(|j| to_json(&j.policy)).collect();
@@ -809,7 +911,7 @@ impl JobStore for PostgresStore {
             if states.contains(&QUEUED) {
                 notify(tx, &channels.jobs, "")?;
             }
-            Ok(ids.into_iter().map(|id| JobId(id as u64)).collect())
+            Ok(results)
         })
     }
 
@@ -865,7 +967,7 @@ impl JobStore for PostgresStore {
                 notify(tx, &channels.cancel, &id.to_string())?;
                 return Ok(CancelResult::Cancelling);
             }
-            let ended = end_all(tx, vec![(job, Outcome::Cancelled)], now)?;
+            let ended = end_all(tx, vec![Ending { job, outcome: Outcome::Cancelled, spent: None }], now)?;
             Ok(CancelResult::Cancelled(Box::new(ended.into_iter().next().expect("one ending, one outcome"))))
         })
     }
@@ -889,8 +991,9 @@ impl JobStore for PostgresStore {
             };
             let (seq, generation): (i64, i32) = (incident.get(0), incident.get(1));
             tx.execute(
-                "INSERT INTO husk_jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at)
-                 SELECT job_id, $2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at
+                "INSERT INTO husk_jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at,
+                                        history)
+                 SELECT job_id, $2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at, history
                  FROM husk_outcomes WHERE seq = $1",
                 &[&seq, &generation],
             )?;
@@ -901,7 +1004,7 @@ impl JobStore for PostgresStore {
     }
 
     fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
-        self.run("get", |tx| get_record(tx, id.0 as i64))
+        self.run("get", |tx| get_record(tx, id.0 as i64, true))
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
@@ -935,7 +1038,7 @@ impl JobStore for PostgresStore {
             ids.truncate(limit as usize);
             let mut records = Vec::with_capacity(ids.len());
             for id in ids {
-                records.extend(get_record(tx, id)?);
+                records.extend(get_record(tx, id, false)?);
             }
             Ok(records)
         })
@@ -972,12 +1075,29 @@ impl JobStore for PostgresStore {
     }
 }
 
-fn get_record(tx: &mut Tx<'_>, id: i64) -> Result<Option<JobRecord>, PgError> {
-    if let Some(row) = tx.query_opt(select_live!("WHERE id = $1"), &[&id])? {
-        return Ok(Some(live_row(&row).record()?));
+/// A job's record, live or ended; with its attempts when `with_attempts`
+/// (the `history` column read after the usual ones).
+fn get_record(tx: &mut Tx<'_>, id: i64, with_attempts: bool) -> Result<Option<JobRecord>, PgError> {
+    let attempts = |row: &Row, column: usize| -> Result<Vec<AttemptRecord>, serde_json::Error> {
+        if with_attempts { history_of(row.get(column)) } else { Ok(Vec::new()) }
+    };
+    let live = match with_attempts {
+        true => concat!("SELECT ", live_columns!(), ", history::text FROM husk_jobs WHERE id = $1"),
+        false => select_live!("WHERE id = $1"),
+    };
+    if let Some(row) = tx.query_opt(live, &[&id])? {
+        return Ok(Some(JobRecord { attempts: attempts(&row, 12)?, ..live_row(&row).record()? }));
     }
-    let row = tx.query_opt(select_outcomes!("WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"), &[&id])?;
-    Ok(row.as_ref().map(record_of).transpose()?)
+    let ended = match with_attempts {
+        true => concat!(
+            "SELECT ",
+            outcome_columns!(),
+            ", history::text FROM husk_outcomes WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"
+        ),
+        false => select_outcomes!("WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"),
+    };
+    let Some(row) = tx.query_opt(ended, &[&id])? else { return Ok(None) };
+    Ok(Some(JobRecord { attempts: attempts(&row, 9)?, ..record_of(&row)? }))
 }
 
 /// The connection that `LISTEN`s for other processes' wakes and cancels.

@@ -1,10 +1,14 @@
 //! What the SQL stores (SQLite, PostgreSQL) share: the columns of a live
 //! job, how a lock is checked, what an expired lock becomes, and how rows
 //! turn into records. Each backend only reads and writes the rows.
+//!
+//! A job's history (its [`AttemptRecord`]s) is a JSON array column on its
+//! row, appended to in SQL by the statement that re-arms or ends the job
+//! (no read-modify-write), and copied to its outcome row when it ends.
 
 use std::time::SystemTime;
 
-use super::{JobId, JobRecord, JobState, Lock, LockInfo};
+use super::{AttemptRecord, JobId, JobRecord, JobState, Lock, LockInfo, expired_attempt};
 use crate::fault::epoch_millis::{from_millis, to_millis};
 use crate::fault::{Fault, codes};
 use crate::outcome::{Outcome, TerminalOutcome};
@@ -20,6 +24,11 @@ pub(super) const RUNNING: i64 = 2;
 /// The JSON text of a stored value (policies, faults, outcomes).
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("store values serialize")
+}
+
+/// A stored history (a JSON array of attempts).
+pub(super) fn history_of(json: &str) -> Result<Vec<AttemptRecord>, serde_json::Error> {
+    serde_json::from_str(json)
 }
 
 /// Milliseconds since the epoch, as stored.
@@ -105,8 +114,9 @@ impl LiveRow {
         }
     }
 
-    /// What the expiry of this running job's lock makes of it.
-    pub(super) fn expire(&self) -> Result<Expired, serde_json::Error> {
+    /// What the expiry of this running job's lock, reclaimed at `now`,
+    /// makes of it; and the record of the attempt it spent.
+    pub(super) fn expire(&self, now: SystemTime) -> Result<(Expired, AttemptRecord), serde_json::Error> {
         let expired_at = time(self.lock_expires_at.unwrap_or_default());
         let worker = self.lock_worker.clone().unwrap_or_default();
         let fault = Fault::json(
@@ -114,11 +124,12 @@ impl LiveRow {
             &serde_json::json!({ "worker": worker, "attempt": self.attempt, "expired_at_ms": to_millis(expired_at) }),
         );
         let diagnostic = format!("lock of worker {worker} expired before it reported attempt {}", self.attempt);
+        let attempt = expired_attempt(self.attempt as u32, &fault, now);
         if self.cancel_requested {
-            return Ok(Expired::End(Outcome::Cancelled));
+            return Ok((Expired::End(Outcome::Cancelled), attempt));
         }
         let policy: RetryPolicySpec = serde_json::from_str(&self.policy)?;
-        Ok(match policy.retry(self.attempt as u32, &diagnostic) {
+        let expired = match policy.retry(self.attempt as u32, &diagnostic) {
             Some(backoff) => Expired::ReArm { fault: to_json(&fault), gate: expired_at + backoff },
             None => Expired::End(Outcome::Failed {
                 topic: self.topic.clone(),
@@ -127,10 +138,11 @@ impl LiveRow {
                 diagnostic,
                 plugin_version: None,
             }),
-        })
+        };
+        Ok((expired, attempt))
     }
 
-    /// The record of this live job.
+    /// The record of this live job (without its attempts).
     pub(super) fn record(&self) -> Result<JobRecord, serde_json::Error> {
         Ok(JobRecord {
             id: JobId(self.id as u64),
@@ -151,6 +163,7 @@ impl LiveRow {
             last_fault: self.last_fault.as_deref().map(serde_json::from_str).transpose()?,
             cancel_requested: self.cancel_requested,
             outcome: None,
+            attempts: Vec::new(),
         })
     }
 }
@@ -170,7 +183,7 @@ pub(super) enum Expired {
     End(Outcome),
 }
 
-/// The record of an ended job from its outcome row.
+/// The record of an ended job from its outcome row (without its attempts).
 pub(super) fn record_of_outcome(
     outcome: TerminalOutcome,
     policy: &str,
@@ -188,6 +201,7 @@ pub(super) fn record_of_outcome(
         last_fault: last_fault.map(serde_json::from_str).transpose()?,
         cancel_requested: false,
         outcome: Some(outcome),
+        attempts: Vec::new(),
     })
 }
 

@@ -19,19 +19,23 @@ use std::time::SystemTime;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::rows::{
-    Expired, GATED, LIVE_COLUMNS, LiveRow, OUTCOME_COLUMNS, QUEUED, RUNNING, armed_state, depths_of, millis,
-    record_of_outcome, time, to_json,
+    Expired, GATED, LIVE_COLUMNS, LiveRow, OUTCOME_COLUMNS, QUEUED, RUNNING, armed_state, depths_of, history_of,
+    millis, record_of_outcome, time, to_json,
 };
 use super::{
-    CancelResult, Depth, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock, LockedJob,
-    NewJob, Report, Reported, RetryIncidentResult, StoreError,
+    AttemptRecord, CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
+    ListFilter, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError,
 };
 use crate::outcome::{Outcome, TerminalOutcome};
 
-/// The schema version this husk writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema version this husk writes (`PRAGMA user_version`; the
+/// PostgreSQL store's `husk_meta.schema_version`).
+pub const SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: [&str; 1] = [r#"
+/// Migration `i` takes a database from schema `i` to `i + 1`; opening
+/// applies those past the file's `user_version`, in one transaction.
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    r#"
 CREATE TABLE jobs (
     id               INTEGER PRIMARY KEY AUTOINCREMENT,
     generation       INTEGER NOT NULL DEFAULT 0,
@@ -69,7 +73,15 @@ CREATE TABLE outcomes (
 CREATE INDEX outcomes_incidents ON outcomes (job_id) WHERE open_incident = 1;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT INTO meta (key, value) VALUES ('next_token', 0);
-"#];
+"#,
+    // 2: attempt histories (JSON arrays of `AttemptRecord`s) and
+    // idempotency keys (kept after their job ends, so not on its row).
+    r#"
+ALTER TABLE jobs ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE outcomes ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE keys (key TEXT PRIMARY KEY, job_id INTEGER NOT NULL) WITHOUT ROWID;
+"#,
+];
 
 /// How hard a commit tries to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -180,44 +192,68 @@ fn live_row(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<Option<LiveRow>> 
         .optional()
 }
 
-/// Ends a live job: records its outcome (an open incident when `Failed`)
-/// and removes it from the live jobs.
-fn end(tx: &Transaction<'_>, job: &LiveRow, outcome: Outcome, now: SystemTime) -> rusqlite::Result<TerminalOutcome> {
+/// The `history` column with the attempt `?n` (JSON, or NULL for none)
+/// appended.
+macro_rules! appended_history {
+    ($n:literal) => {
+        concat!("CASE WHEN ?", $n, " IS NULL THEN history ELSE json_insert(history, '$[#]', json(?", $n, ")) END")
+    };
+}
+
+/// Ends a live job, with `attempt` (if it spent one) appended to its
+/// history: records its outcome (an open incident when `Failed`) and
+/// removes it from the live jobs.
+fn end(
+    tx: &Transaction<'_>,
+    job: &LiveRow,
+    outcome: Outcome,
+    attempt: Option<&AttemptRecord>,
+    now: SystemTime,
+) -> rusqlite::Result<TerminalOutcome> {
     let incident = matches!(outcome, Outcome::Failed { .. });
-    tx.prepare_cached(
+    tx.prepare_cached(concat!(
         "INSERT INTO outcomes (job_id, generation, topic, attempts, enqueued_at, finished_at, outcome, policy,
-                               last_fault, open_incident, input)
-         SELECT id, generation, topic, ?2, enqueued_at, ?3, ?4, policy, ?5, ?6, CASE WHEN ?6 THEN input END
-         FROM jobs WHERE id = ?1",
-    )?
+                               last_fault, open_incident, input, history)
+         SELECT id, generation, topic, ?2, enqueued_at, ?3, ?4, policy, ?5, ?6, CASE WHEN ?6 THEN input END, ",
+        appended_history!(7),
+        " FROM jobs WHERE id = ?1"
+    ))?
     .execute(params![
         job.id,
         job.attempts_made(),
         millis(now),
         to_json(&outcome),
         job.outcome_fault(&outcome),
-        incident
+        incident,
+        attempt.map(to_json),
     ])?;
     let seq = tx.last_insert_rowid();
     tx.prepare_cached("DELETE FROM jobs WHERE id = ?1")?.execute([job.id])?;
     Ok(job.terminal(seq, outcome, now))
 }
 
-/// Puts an unlocked live job in the queue or behind its gate.
-fn arm(
-    tx: &Transaction<'_>,
+/// A job to put in the queue or behind its gate (see [`arm`]).
+struct Arm<'a> {
     id: i64,
+    /// The attempt it will be on.
     attempt: i64,
-    fault: Option<&str>,
+    /// Its new last fault (JSON); `None` keeps the old one.
+    fault: Option<&'a str>,
     gate: Option<SystemTime>,
-    now: SystemTime,
-) -> rusqlite::Result<()> {
-    let (state, not_before) = armed_state(gate, now);
-    tx.prepare_cached(
+    /// The attempt it spent, to append to its history.
+    spent: Option<&'a AttemptRecord>,
+}
+
+/// Puts an unlocked live job in the queue or behind its gate.
+fn arm(tx: &Transaction<'_>, arm: Arm<'_>, now: SystemTime) -> rusqlite::Result<()> {
+    let (state, not_before) = armed_state(arm.gate, now);
+    tx.prepare_cached(concat!(
         "UPDATE jobs SET state = ?2, not_before = ?3, attempt = ?4, last_fault = COALESCE(?5, last_fault),
-                lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL WHERE id = ?1",
-    )?
-    .execute(params![id, state, not_before, attempt, fault])?;
+                lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL, history = ",
+        appended_history!(6),
+        " WHERE id = ?1"
+    ))?
+    .execute(params![arm.id, state, not_before, arm.attempt, arm.fault, arm.spent.map(to_json)])?;
     Ok(())
 }
 
@@ -228,9 +264,14 @@ fn reclaim_expired(tx: &Transaction<'_>, now: SystemTime, ended: &mut Vec<Termin
         .collect::<rusqlite::Result<_>>()?;
     for id in expired {
         let Some(job) = live_row(tx, id)? else { continue };
-        match job.expire().map_err(json_err)? {
-            Expired::ReArm { fault, gate } => arm(tx, id, job.attempt + 1, Some(&fault), Some(gate), now)?,
-            Expired::End(outcome) => ended.push(end(tx, &job, outcome, now)?),
+        let (expired, spent) = job.expire(now).map_err(json_err)?;
+        match expired {
+            Expired::ReArm { fault, gate } => {
+                let next =
+                    Arm { id, attempt: job.attempt + 1, fault: Some(&fault), gate: Some(gate), spent: Some(&spent) };
+                arm(tx, next, now)?;
+            }
+            Expired::End(outcome) => ended.push(end(tx, &job, outcome, Some(&spent), now)?),
         }
     }
     Ok(())
@@ -257,20 +298,40 @@ fn record_of(row: (TerminalOutcome, String, Option<String>)) -> rusqlite::Result
     record_of_outcome(row.0, &row.1, row.2.as_deref()).map_err(json_err)
 }
 
-fn get_record(conn: &Connection, id: i64) -> rusqlite::Result<Option<JobRecord>> {
+/// A job's record, live or ended; with its attempts when `with_attempts`.
+fn get_record(conn: &Connection, id: i64, with_attempts: bool) -> rusqlite::Result<Option<JobRecord>> {
     let tx = conn.unchecked_transaction()?;
+    let history = |sql: &str, key: i64| -> rusqlite::Result<Vec<AttemptRecord>> {
+        if !with_attempts {
+            return Ok(Vec::new());
+        }
+        let json: String = tx.prepare_cached(sql)?.query_row([key], |r| r.get(0))?;
+        history_of(&json).map_err(json_err)
+    };
     if let Some(job) = live_row(&tx, id)? {
-        return job.record().map(Some).map_err(json_err);
+        let attempts = history("SELECT history FROM jobs WHERE id = ?1", id)?;
+        return Ok(Some(JobRecord { attempts, ..job.record().map_err(json_err)? }));
     }
     let row = tx
         .prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE job_id = ?1 ORDER BY seq DESC LIMIT 1"))?
         .query_row([id], outcome_row)
         .optional()?;
-    row.map(record_of).transpose()
+    let Some(row) = row else { return Ok(None) };
+    let attempts = history("SELECT history FROM outcomes WHERE seq = ?1", row.0.seq as i64)?;
+    Ok(Some(JobRecord { attempts, ..record_of(row)? }))
+}
+
+/// The job that took idempotency key `key`, if one did.
+fn keyed_job(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<Option<JobId>> {
+    let id: Option<i64> =
+        tx.prepare_cached("SELECT job_id FROM keys WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()?;
+    Ok(id.map(|id| JobId(id as u64)))
 }
 
 impl JobStore for SqliteStore {
-    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<JobId>, StoreError> {
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
+        // The write transaction is exclusive (IMMEDIATE): no other enqueue
+        // can take a key between the look-up and the insert.
         self.write(|tx| {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO jobs (topic, input, policy, attempt, state, not_before, enqueued_at)
@@ -278,6 +339,9 @@ impl JobStore for SqliteStore {
             )?;
             jobs.iter()
                 .map(|job| {
+                    if let Some(id) = job.key.as_deref().map(|key| keyed_job(tx, key)).transpose()?.flatten() {
+                        return Ok(Enqueued { id, created: false });
+                    }
                     let (state, not_before) = armed_state(job.not_before, now);
                     insert.execute(params![
                         job.topic,
@@ -287,7 +351,12 @@ impl JobStore for SqliteStore {
                         not_before,
                         millis(now)
                     ])?;
-                    Ok(JobId(tx.last_insert_rowid() as u64))
+                    let id = tx.last_insert_rowid();
+                    if let Some(key) = &job.key {
+                        tx.prepare_cached("INSERT INTO keys (key, job_id) VALUES (?1, ?2)")?
+                            .execute(params![key, id])?;
+                    }
+                    Ok(Enqueued { id: JobId(id as u64), created: true })
                 })
                 .collect()
         })
@@ -352,20 +421,26 @@ impl JobStore for SqliteStore {
                     if !job.held(lock, now) {
                         return Ok(Reported::LockLost);
                     }
+                    let spent = report.attempt_record(job.attempt as u32, now);
+                    let spent = spent.as_ref();
                     if job.cancel_requested {
-                        return Ok(Reported::Ended(Box::new(end(tx, &job, Outcome::Cancelled, now)?)));
+                        return Ok(Reported::Ended(Box::new(end(tx, &job, Outcome::Cancelled, spent, now)?)));
                     }
                     Ok(match report {
-                        Report::Completed { output } => {
-                            Reported::Ended(Box::new(end(tx, &job, Outcome::Completed { output }, now)?))
+                        Report::Completed { output, .. } => {
+                            Reported::Ended(Box::new(end(tx, &job, Outcome::Completed { output }, spent, now)?))
                         }
-                        Report::End(outcome) => Reported::Ended(Box::new(end(tx, &job, outcome, now)?)),
-                        Report::ReArm { fault, not_before } => {
-                            arm(tx, job.id, job.attempt + 1, Some(&to_json(&fault)), Some(not_before), now)?;
+                        Report::End { outcome, .. } => Reported::Ended(Box::new(end(tx, &job, outcome, spent, now)?)),
+                        Report::ReArm { fault, not_before, .. } => {
+                            let fault = to_json(&fault);
+                            let (id, attempt, gate) = (job.id, job.attempt + 1, Some(not_before));
+                            arm(tx, Arm { id, attempt, fault: Some(&fault), gate, spent }, now)?;
                             Reported::ReArmed
                         }
                         Report::Release => {
-                            arm(tx, job.id, job.attempt, None, None, now)?;
+                            let unspent =
+                                Arm { id: job.id, attempt: job.attempt, fault: None, gate: None, spent: None };
+                            arm(tx, unspent, now)?;
                             Reported::Released
                         }
                     })
@@ -398,7 +473,7 @@ impl JobStore for SqliteStore {
                 tx.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?1", [job.id])?;
                 return Ok(CancelResult::Cancelling);
             }
-            Ok(CancelResult::Cancelled(Box::new(end(tx, &job, Outcome::Cancelled, now)?)))
+            Ok(CancelResult::Cancelled(Box::new(end(tx, &job, Outcome::Cancelled, None, now)?)))
         })
     }
 
@@ -421,8 +496,9 @@ impl JobStore for SqliteStore {
                 return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
             };
             tx.execute(
-                "INSERT INTO jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at)
-                 SELECT job_id, ?2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at FROM outcomes WHERE seq = ?1",
+                "INSERT INTO jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at, history)
+                 SELECT job_id, ?2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at, history
+                 FROM outcomes WHERE seq = ?1",
                 params![seq, generation],
             )?;
             tx.execute("UPDATE outcomes SET open_incident = 0, input = NULL WHERE seq = ?1", [seq])?;
@@ -431,7 +507,7 @@ impl JobStore for SqliteStore {
     }
 
     fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
-        get_record(&self.conn(), id.0 as i64).map_err(err("get"))
+        get_record(&self.conn(), id.0 as i64, true).map_err(err("get"))
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
@@ -465,7 +541,7 @@ impl JobStore for SqliteStore {
         let mut ids: Vec<i64> = live_ids.into_iter().chain(ended_ids).collect();
         ids.sort_unstable_by(|a, b| b.cmp(a));
         ids.truncate(limit as usize);
-        ids.into_iter().filter_map(|id| get_record(&conn, id).map_err(err("list")).transpose()).collect()
+        ids.into_iter().filter_map(|id| get_record(&conn, id, false).map_err(err("list")).transpose()).collect()
     }
 
     fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {

@@ -1,6 +1,11 @@
 //! The `husk` command line: `husk run` runs one job, `husk compile`
 //! precompiles a component, `husk demo` runs the built-in demo, `husk
-//! serve` runs a config file's topics.
+//! serve` runs a config file's topics and the HTTP API; `husk enqueue`,
+//! `jobs`, `job`, `cancel`, `incidents`, `retry`, `deploy`, `plugins`,
+//! `rollback` and `outcomes` talk to a running server (tables by default,
+//! `--json` for scripts).
+
+mod remote;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,6 +15,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
+use crate::client::Client;
 use crate::engine::{Engine, EngineConfig};
 use crate::fault::body_value;
 use crate::plugin::{Plugin, World};
@@ -46,10 +52,135 @@ enum Command {
     Compile(CompileArgs),
     /// Run 10,000 jobs across the example plugins and print a summary.
     Demo(DemoArgs),
-    /// Run the topics of a config file until SIGINT or SIGTERM, then shut
-    /// down gracefully (running jobs get the grace period; the rest are
-    /// released unspent).
+    /// Run the topics of a config file and the HTTP API until SIGINT or
+    /// SIGTERM, then shut down gracefully (running jobs get the grace
+    /// period; the rest are released unspent).
     Serve(ServeArgs),
+    /// Enqueue a job on a running server.
+    Enqueue(EnqueueArgs),
+    /// List jobs on a running server, newest first.
+    Jobs(JobsArgs),
+    /// Show one job: its state, attempts (with the plugin version of each)
+    /// and outcome.
+    Job(IdArgs),
+    /// Cancel a job (a running one is killed at its next epoch tick).
+    Cancel(IdArgs),
+    /// List open incidents (jobs that failed for good).
+    Incidents(RemoteArgs),
+    /// Retry an incident with a fresh attempt budget.
+    Retry(IdArgs),
+    /// Deploy a new plugin version to a topic (hot swap: running jobs
+    /// finish on the version they started on).
+    Deploy(DeployArgs),
+    /// List plugin versions (of one topic, or of every topic).
+    Plugins(PluginsArgs),
+    /// Make a topic's previous plugin version current again.
+    Rollback(RollbackArgs),
+    /// Print terminal outcomes after a cursor (long-polls for new ones).
+    Outcomes(OutcomesArgs),
+}
+
+/// How to reach a running `husk serve`.
+#[derive(Debug, Args)]
+struct RemoteArgs {
+    /// The server.
+    #[arg(long, env = "HUSK_SERVER", default_value = "http://127.0.0.1:8080")]
+    server: String,
+    /// The tenant's API token.
+    #[arg(long, env = "HUSK_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Print the API's JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+impl RemoteArgs {
+    fn client(&self) -> Client {
+        Client::new(&self.server, self.token.clone())
+    }
+}
+
+#[derive(Debug, Args)]
+struct EnqueueArgs {
+    /// The topic.
+    topic: String,
+    /// The job's input: JSON text, or `@path` to read it from a file.
+    #[arg(long, short, default_value = "{}")]
+    input: String,
+    /// An idempotency key: enqueueing the same key again returns the same
+    /// job.
+    #[arg(long)]
+    key: Option<String>,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+struct JobsArgs {
+    /// Only this topic.
+    #[arg(long)]
+    topic: Option<String>,
+    /// Only this state: queued, gated, running or terminal.
+    #[arg(long)]
+    state: Option<String>,
+    /// At most this many.
+    #[arg(long, default_value_t = 50)]
+    limit: usize,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+struct IdArgs {
+    /// The job id.
+    id: u64,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+struct DeployArgs {
+    /// The topic.
+    topic: String,
+    /// The component (`.wasm`).
+    file: PathBuf,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+struct PluginsArgs {
+    /// Only this topic.
+    topic: Option<String>,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+struct RollbackArgs {
+    /// The topic.
+    topic: String,
+    /// The version to go back to (a digest or a prefix); default: the
+    /// previous one.
+    #[arg(long)]
+    to: Option<String>,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+struct OutcomesArgs {
+    /// Outcomes after this cursor.
+    #[arg(long, default_value_t = 0)]
+    after: u64,
+    /// How long to wait for one when there is none (e.g. `0s`, `30s`).
+    #[arg(long, default_value = "0s")]
+    wait: String,
+    /// At most this many.
+    #[arg(long, default_value_t = 100)]
+    limit: usize,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 #[derive(Debug, Args)]
@@ -57,6 +188,14 @@ struct ServeArgs {
     /// The config file (see the commented `husk.toml` in the repository).
     #[arg(long, short, default_value = "husk.toml")]
     config: PathBuf,
+    /// The API's address (overrides the file's `listen`; default
+    /// 127.0.0.1:8080).
+    #[arg(long)]
+    listen: Option<String>,
+    /// Deploy a topic's plugin again whenever its file changes (for
+    /// development).
+    #[arg(long)]
+    watch: bool,
     #[command(flatten)]
     cache: CacheArgs,
 }
@@ -190,8 +329,24 @@ impl Cli {
                 print!("{}", report.table());
                 Ok(ExitCode::SUCCESS)
             }
+            Command::Enqueue(args) => remote::enqueue(&args),
+            Command::Jobs(args) => remote::jobs(&args),
+            Command::Job(args) => remote::job(&args),
+            Command::Cancel(args) => remote::cancel(&args),
+            Command::Incidents(args) => remote::incidents(&args),
+            Command::Retry(args) => remote::retry(&args),
+            Command::Deploy(args) => remote::deploy(&args),
+            Command::Plugins(args) => remote::plugins(&args),
+            Command::Rollback(args) => remote::rollback(&args),
+            Command::Outcomes(args) => remote::outcomes(&args),
             Command::Serve(args) => {
-                crate::serve::run(&args.config, args.cache.dir())?;
+                let options = crate::serve::ServeOptions {
+                    config: args.config,
+                    listen: args.listen,
+                    watch: args.watch,
+                    default_cache: args.cache.dir(),
+                };
+                crate::serve::run(&options)?;
                 Ok(ExitCode::SUCCESS)
             }
         }

@@ -1,0 +1,144 @@
+//! The HTTP API of `husk serve` (axum): JSON under `/v1`, bearer tokens per
+//! tenant, plus `/healthz` and `/metrics`.
+//!
+//! Every refusal is a specific 4xx with a JSON body `{"error": kind,
+//! "message": text}` (see [`ApiError`]); a refused request changes nothing.
+//! A tenant sees only its own topics and jobs: anything else is 404, exactly
+//! as if it did not exist. Store calls block, so they run on tokio's
+//! blocking pool, never on the threads serving connections.
+
+mod errors;
+mod jobs;
+mod outcomes;
+mod plugins;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{DefaultBodyLimit, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+pub use errors::ApiError;
+pub use outcomes::OutcomeFeed;
+
+use crate::host::Host;
+use crate::metrics::Metrics;
+use crate::tenant::Tenants;
+
+/// Limits of request bodies.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    /// A job's input.
+    pub input: usize,
+    /// A deployed component.
+    pub plugin: usize,
+}
+
+/// What every handler shares.
+pub struct Api {
+    host: Arc<Host>,
+    tenants: Tenants,
+    metrics: Arc<Metrics>,
+    feed: Arc<OutcomeFeed>,
+    limits: BodyLimits,
+    /// Serializes a tenant's enqueues while its `max_queued` is checked, so
+    /// two requests cannot both take the last slot (in this process).
+    enqueue_locks: HashMap<String, Mutex<()>>,
+}
+
+impl std::fmt::Debug for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Api").field("host", &self.host).finish_non_exhaustive()
+    }
+}
+
+impl Api {
+    /// The API over `host`.
+    pub fn new(
+        host: Arc<Host>,
+        tenants: Tenants,
+        metrics: Arc<Metrics>,
+        feed: Arc<OutcomeFeed>,
+        limits: BodyLimits,
+    ) -> Self {
+        let enqueue_locks =
+            host.topics().filter_map(|t| t.tenant()).map(|tenant| (tenant.to_owned(), Mutex::new(()))).collect();
+        Self { host, tenants, metrics, feed, limits, enqueue_locks }
+    }
+
+    /// The tenant owning `topic`, if it is `tenant`: anything else reads as
+    /// an unknown topic.
+    fn own_topic(&self, tenant: &str, topic: &str) -> Result<(), ApiError> {
+        let owner = self.host.topics().find(|t| t.name() == topic).and_then(|t| t.tenant());
+        if owner == Some(tenant) { Ok(()) } else { Err(ApiError::unknown_topic(topic)) }
+    }
+
+    /// The topics `tenant` owns.
+    fn topics_of(&self, tenant: &str) -> Vec<String> {
+        self.host.topics().filter(|t| t.tenant() == Some(tenant)).map(|t| t.name().to_owned()).collect()
+    }
+}
+
+/// The router, with the body limits per route.
+pub fn router(api: Arc<Api>) -> Router {
+    let limits = api.limits;
+    let v1 = Router::new()
+        .route("/topics/{topic}/jobs", post(jobs::enqueue).layer(DefaultBodyLimit::max(limits.input)))
+        .route("/topics", get(plugins::topics))
+        .route(
+            "/topics/{topic}/plugins",
+            get(plugins::versions).post(plugins::deploy).layer(DefaultBodyLimit::max(limits.plugin)),
+        )
+        .route("/topics/{topic}/rollback", post(plugins::rollback))
+        .route("/jobs", get(jobs::list))
+        .route("/jobs/{id}", get(jobs::get))
+        .route("/jobs/{id}/cancel", post(jobs::cancel))
+        .route("/incidents", get(jobs::incidents))
+        .route("/incidents/{id}/retry", post(jobs::retry))
+        .route("/outcomes", get(outcomes::long_poll))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint") });
+    Router::new().nest("/v1", v1).route("/healthz", get(healthz)).route("/metrics", get(metrics)).with_state(api)
+}
+
+/// The tenant a request's bearer token belongs to.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The tenant.
+    pub tenant: String,
+}
+
+impl FromRequestParts<Arc<Api>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, api: &Arc<Api>) -> Result<Self, Self::Rejection> {
+        let header = parts.headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok());
+        let Some(token) = header.and_then(|h| h.strip_prefix("Bearer ")).map(str::trim) else {
+            return Err(ApiError::unauthorized("missing `Authorization: Bearer <token>`"));
+        };
+        match api.tenants.authenticate(token) {
+            Some(tenant) => Ok(Caller { tenant: tenant.to_owned() }),
+            None => Err(ApiError::unauthorized("unknown token")),
+        }
+    }
+}
+
+/// Runs a blocking store call on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::internal(format!("request task failed: {e}")))?
+}
+
+async fn healthz(State(api): State<Arc<Api>>) -> Result<impl IntoResponse, ApiError> {
+    let store = api.host.dispatcher().store().clone();
+    // The cheapest read every store answers: proves the store is reachable.
+    blocking(move || store.outcomes_after(u64::MAX, 1).map_err(ApiError::from)).await?;
+    Ok(Json(serde_json::json!({ "status": "ok" })))
+}
+
+async fn metrics(State(api): State<Arc<Api>>) -> impl IntoResponse {
+    let text = api.metrics.render(&api.host);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text)
+}

@@ -1,0 +1,86 @@
+//! Plugin versions: deploy (the component's bytes as the body), list, roll
+//! back; and the tenant's topics with their current version.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Api, ApiError, Caller, blocking};
+use crate::host::PluginSource;
+use crate::versions::{Origin, VersionInfo};
+
+/// `POST /v1/topics/{topic}/plugins`: compiles and validates the component
+/// in the body off the dispatch path, then makes it the topic's current
+/// version. Refused (422) when it fails validation; the current version
+/// stays.
+pub(super) async fn deploy(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(topic): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<VersionInfo>), ApiError> {
+    api.own_topic(&caller.tenant, &topic)?;
+    let bytes = body.map_err(|rejection| ApiError::body(&rejection, api.limits.plugin))?;
+    let source = PluginSource::Bytes { bytes: bytes.to_vec(), name: format!("the component deployed to `{topic}`") };
+    let info = blocking(move || Ok(api.host.deploy(&topic, &source, Origin::Deploy)?)).await?;
+    Ok((StatusCode::CREATED, Json(info)))
+}
+
+/// `GET /v1/topics/{topic}/plugins`: the loaded versions, newest first.
+pub(super) async fn versions(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(topic): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    api.own_topic(&caller.tenant, &topic)?;
+    let versions = api.host.versions(&topic)?;
+    Ok(Json(json!({ "topic": topic, "versions": versions })))
+}
+
+/// Body of a rollback (optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RollbackBody {
+    /// The version to go back to (a digest or a prefix); default: the one
+    /// current before the current one.
+    version: Option<String>,
+}
+
+/// `POST /v1/topics/{topic}/rollback`: makes the previous version (or the
+/// one named in the body) current again.
+pub(super) async fn rollback(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(topic): Path<String>,
+    body: Bytes,
+) -> Result<Json<VersionInfo>, ApiError> {
+    api.own_topic(&caller.tenant, &topic)?;
+    let body: RollbackBody = if body.iter().all(u8::is_ascii_whitespace) {
+        RollbackBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::malformed_json(&e))?
+    };
+    Ok(Json(api.host.rollback(&topic, body.version.as_deref())?))
+}
+
+/// `GET /v1/topics`: the tenant's topics, each with its current version and
+/// live job counts (from the last published snapshot).
+pub(super) async fn topics(State(api): State<Arc<Api>>, caller: Caller) -> Json<Value> {
+    let snapshot = api.host.snapshot();
+    let topics: Vec<Value> = api
+        .topics_of(&caller.tenant)
+        .into_iter()
+        .map(|topic| {
+            let current = api.host.versions(&topic).ok().and_then(|v| v.into_iter().find(|v| v.current));
+            let depth = snapshot.depths.get(&topic).copied().unwrap_or_default();
+            json!({ "topic": topic, "version": current.map(|v| v.version), "depth": depth })
+        })
+        .collect();
+    Json(json!({ "topics": topics }))
+}

@@ -1,0 +1,228 @@
+//! The subcommands that talk to a running `husk serve`: each makes one or a
+//! few API calls and prints a table, or the API's JSON with `--json`.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use super::{
+    DeployArgs, EnqueueArgs, IdArgs, JobsArgs, OutcomesArgs, PluginsArgs, RemoteArgs, RollbackArgs, read_input,
+};
+
+/// Prints `value` as JSON when asked, else `human(value)`.
+fn print(remote: &RemoteArgs, value: &Value, human: impl FnOnce(&Value) -> String) -> anyhow::Result<ExitCode> {
+    if remote.json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{}", human(value));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Columns padded to their widest cell.
+fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        format!("{}\n", padded.join("  ").trim_end())
+    };
+    let mut out = line(headers.to_vec());
+    for row in rows {
+        out += &line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+/// A field as text: strings bare, null as `-`, the rest as JSON.
+fn text(value: &Value) -> String {
+    match value {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A version digest shortened for tables.
+fn short(version: &Value) -> String {
+    version.as_str().map_or_else(|| "-".into(), |v| v.chars().take(12).collect())
+}
+
+/// `kind` of an outcome, plus its code for business errors and faults.
+fn outcome_summary(outcome: &Value) -> String {
+    let kind = text(&outcome["kind"]);
+    match kind.as_str() {
+        "business-error" => format!("{kind} {}", text(&outcome["code"])),
+        "business-status" => format!("{kind} {}", text(&outcome["value"])),
+        "failed" => format!("{kind} {}", text(&outcome["last_fault"]["code"])),
+        _ => kind,
+    }
+}
+
+pub(super) fn enqueue(args: &EnqueueArgs) -> anyhow::Result<ExitCode> {
+    let input = read_input(&args.input)?;
+    let path = format!("/v1/topics/{}/jobs", args.topic);
+    let headers: Vec<(&str, &str)> = args.key.iter().map(|k| ("Idempotency-Key", k.as_str())).collect();
+    let value = args.remote.client().post(&path, Some((&input, "application/json")), &headers)?;
+    print(&args.remote, &value, |v| {
+        let how = if v["created"] == Value::Bool(true) { "enqueued" } else { "already enqueued with this key" };
+        format!("job {} {how} on topic {}\n", v["id"], text(&v["topic"]))
+    })
+}
+
+fn job_rows(jobs: &Value) -> Vec<Vec<String>> {
+    jobs.as_array()
+        .into_iter()
+        .flatten()
+        .map(|job| {
+            let outcome = job["outcome"]["outcome"].clone();
+            let last = if outcome.is_null() { text(&job["last_fault"]["code"]) } else { outcome_summary(&outcome) };
+            vec![text(&job["id"]), text(&job["topic"]), text(&job["state"]), text(&job["attempt"]), last]
+        })
+        .collect()
+}
+
+pub(super) fn jobs(args: &JobsArgs) -> anyhow::Result<ExitCode> {
+    let mut query = format!("/v1/jobs?limit={}", args.limit);
+    if let Some(topic) = &args.topic {
+        query += &format!("&topic={topic}");
+    }
+    if let Some(state) = &args.state {
+        query += &format!("&state={state}");
+    }
+    let value = args.remote.client().get(&query)?;
+    print(&args.remote, &value, |v| {
+        table(&["ID", "TOPIC", "STATE", "ATTEMPT", "OUTCOME / LAST FAULT"], &job_rows(&v["jobs"]))
+    })
+}
+
+pub(super) fn job(args: &IdArgs) -> anyhow::Result<ExitCode> {
+    let value = args.remote.client().get(&format!("/v1/jobs/{}", args.id))?;
+    print(&args.remote, &value, |job| {
+        let mut out = format!(
+            "job {}  topic {}  state {}  attempt {}\n",
+            job["id"],
+            text(&job["topic"]),
+            text(&job["state"]),
+            job["attempt"]
+        );
+        let attempts: Vec<Vec<String>> = job["attempts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| vec![text(&a["attempt"]), short(&a["plugin_version"]), text(&a["fault"]["code"])])
+            .collect();
+        if !attempts.is_empty() {
+            out += &table(&["ATTEMPT", "VERSION", "FAULT"], &attempts);
+        }
+        let outcome = &job["outcome"]["outcome"];
+        if !outcome.is_null() {
+            out += &format!("outcome: {}\n", serde_json::to_string(outcome).unwrap_or_default());
+        }
+        out
+    })
+}
+
+pub(super) fn cancel(args: &IdArgs) -> anyhow::Result<ExitCode> {
+    let value = args.remote.client().post(&format!("/v1/jobs/{}/cancel", args.id), None, &[])?;
+    print(&args.remote, &value, |v| format!("job {}: {}\n", v["id"], text(&v["result"])))
+}
+
+pub(super) fn incidents(remote: &RemoteArgs) -> anyhow::Result<ExitCode> {
+    let value = remote.client().get("/v1/incidents")?;
+    print(remote, &value, |v| {
+        if v["incidents"].as_array().is_none_or(Vec::is_empty) {
+            return "no open incidents\n".into();
+        }
+        table(&["ID", "TOPIC", "STATE", "ATTEMPT", "OUTCOME / LAST FAULT"], &job_rows(&v["incidents"]))
+    })
+}
+
+pub(super) fn retry(args: &IdArgs) -> anyhow::Result<ExitCode> {
+    let value = args.remote.client().post(&format!("/v1/incidents/{}/retry", args.id), None, &[])?;
+    print(&args.remote, &value, |v| format!("job {}: {}\n", v["id"], text(&v["result"])))
+}
+
+pub(super) fn deploy(args: &DeployArgs) -> anyhow::Result<ExitCode> {
+    let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let path = format!("/v1/topics/{}/plugins", args.topic);
+    let value = args.remote.client().post(&path, Some((&bytes, "application/wasm")), &[])?;
+    print(&args.remote, &value, |v| format!("topic {}: version {} is current\n", args.topic, short(&v["version"])))
+}
+
+fn version_rows(topic: &str, versions: &Value) -> Vec<Vec<String>> {
+    versions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| {
+            let current = if v["current"] == Value::Bool(true) { "*" } else { "" };
+            vec![topic.to_owned(), short(&v["version"]), text(&v["origin"]), current.to_owned()]
+        })
+        .collect()
+}
+
+pub(super) fn plugins(args: &PluginsArgs) -> anyhow::Result<ExitCode> {
+    let client = args.remote.client();
+    let topics: Vec<String> = match &args.topic {
+        Some(topic) => vec![topic.clone()],
+        None => client.get("/v1/topics")?["topics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["topic"].as_str().map(str::to_owned))
+            .collect(),
+    };
+    let listed = topics
+        .iter()
+        .map(|topic| Ok((topic.clone(), client.get(&format!("/v1/topics/{topic}/plugins"))?["versions"].clone())))
+        .collect::<Result<Vec<(String, Value)>, crate::client::ClientError>>()?;
+    let value = Value::Object(listed.iter().cloned().collect());
+    print(&args.remote, &value, |_| {
+        let rows: Vec<Vec<String>> =
+            listed.iter().flat_map(|(topic, versions)| version_rows(topic, versions)).collect();
+        table(&["TOPIC", "VERSION", "ORIGIN", "CURRENT"], &rows)
+    })
+}
+
+pub(super) fn rollback(args: &RollbackArgs) -> anyhow::Result<ExitCode> {
+    let body = serde_json::to_vec(&serde_json::json!({ "version": args.to }))?;
+    let path = format!("/v1/topics/{}/rollback", args.topic);
+    let value = args.remote.client().post(&path, Some((&body, "application/json")), &[])?;
+    print(&args.remote, &value, |v| {
+        format!("topic {}: rolled back; version {} is current\n", args.topic, short(&v["version"]))
+    })
+}
+
+pub(super) fn outcomes(args: &OutcomesArgs) -> anyhow::Result<ExitCode> {
+    let path = format!("/v1/outcomes?after={}&wait={}&limit={}", args.after, args.wait, args.limit);
+    let value = args.remote.client().get(&path)?;
+    print(&args.remote, &value, |v| {
+        let rows: Vec<Vec<String>> = v["outcomes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|o| {
+                let summary = outcome_summary(&o["outcome"]);
+                vec![text(&o["seq"]), text(&o["job_id"]), text(&o["topic"]), text(&o["attempts"]), summary]
+            })
+            .collect();
+        format!("{}cursor {}\n", table(&["SEQ", "JOB", "TOPIC", "ATTEMPTS", "OUTCOME"], &rows), v["cursor"])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table;
+
+    #[test]
+    fn table_pads_columns_to_the_widest_cell() {
+        let rows = vec![vec!["1".to_owned(), "transform".to_owned()], vec!["22".to_owned(), "t".to_owned()]];
+        assert_eq!(table(&["ID", "TOPIC"], &rows), "ID  TOPIC\n1   transform\n22  t\n");
+    }
+}

@@ -1,0 +1,376 @@
+//! The HTTP API through a real `husk serve` process: tenant isolation
+//! (every cross-tenant read, enqueue, deploy, cancel and retry refused),
+//! every class of bad request with its documented status and error body
+//! (and the store unchanged afterwards), the quota on queued jobs, the
+//! outcome stream's cursor, idempotency keys and hot swap by deploy.
+//!
+//! The tests wait for the server to make progress by polling the API
+//! (every 20 ms, up to a generous limit) and assert on what it answers.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use husk_host::client::{Client, ClientError};
+use husk_host::config::token_hash;
+use serde_json::{Value, json};
+
+use crate::support::guest;
+
+const TOKEN_A: &str = "token-of-tenant-a";
+const TOKEN_B: &str = "token-of-tenant-b";
+const TOKEN_Q: &str = "token-of-tenant-q";
+
+/// A `husk serve` process on a free port, SIGTERMed when dropped.
+pub struct Server {
+    child: Child,
+    pub url: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts `husk serve` on `config` (written to a temp dir, where its
+    /// SQLite store lives too), with the env var `HUSK_TEST_TOKEN_B` set to
+    /// tenant b's token; waits for `/healthz`.
+    pub fn start(config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("husk.toml");
+        std::fs::write(&path, config).unwrap();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_husk"))
+            .args(["serve", "--no-cache", "--listen", &format!("127.0.0.1:{port}"), "--config"])
+            .arg(&path)
+            .env("RUST_LOG", "info,husk::guest=off")
+            .env("HUSK_TEST_TOKEN_B", TOKEN_B)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let server = Server { child, url: format!("http://127.0.0.1:{port}"), dir };
+        server.wait_until("/healthz answers", |s| s.client(None).get("/healthz").is_ok());
+        server
+    }
+
+    pub fn client(&self, token: Option<&str>) -> Client {
+        Client::new(&self.url, token.map(str::to_owned))
+    }
+
+    /// Polls `condition` every 20 ms for up to 60 s.
+    pub fn wait_until(&self, what: &str, mut condition: impl FnMut(&Self) -> bool) {
+        let started = Instant::now();
+        while !condition(self) {
+            assert!(started.elapsed() < Duration::from_secs(60), "gave up waiting: {what}\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// Tenants a (a `sha256:` token), b (an `env:` token) and q (max_queued 3),
+/// each with topics of its own.
+fn config() -> String {
+    format!(
+        r#"store = "husk.db"
+epoch_tick = "10ms"
+shutdown_grace = "2s"
+max_input_size = "1KiB"
+max_plugin_size = "4MiB"
+
+[tenants.a]
+tokens = ["sha256:{hash_a}"]
+max_memory = "64MiB"
+
+[tenants.b]
+tokens = ["env:HUSK_TEST_TOKEN_B"]
+
+[tenants.q]
+tokens = ["sha256:{hash_q}"]
+max_queued = 3
+
+[topics.a-quote]
+tenant = "a"
+plugin = "{quote_v1}"
+workers = 1
+retry = {{ kind = "none" }}
+
+[topics.b-flaky]
+tenant = "b"
+plugin = "{flaky}"
+workers = 1
+retry = {{ kind = "none" }}
+
+[topics.q-flaky]
+tenant = "q"
+plugin = "{flaky}"
+workers = 1
+retry = {{ kind = "fixed", max_attempts = 5, delay = "1h" }}
+"#,
+        hash_a = token_hash(TOKEN_A),
+        hash_q = token_hash(TOKEN_Q),
+        quote_v1 = guest("quote-v1").display(),
+        flaky = guest("flaky").display(),
+    )
+}
+
+/// The refusal of a call that must fail: (status, error kind).
+fn refusal(result: Result<Value, ClientError>) -> (u16, String) {
+    match result {
+        Err(ClientError::Api { status, error, message }) => {
+            assert!(!message.is_empty(), "a refusal says why ({status} {error})");
+            (status, error)
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn enqueue(client: &Client, topic: &str, input: &Value) -> Result<Value, ClientError> {
+    client.post(&format!("/v1/topics/{topic}/jobs"), Some((input.to_string().as_bytes(), "application/json")), &[])
+}
+
+fn job_state(client: &Client, id: &Value) -> Value {
+    client.get(&format!("/v1/jobs/{id}")).unwrap()
+}
+
+#[test]
+fn tenant_isolation_through_the_http_server() {
+    let server = Server::start(&config());
+    let (a, b) = (server.client(Some(TOKEN_A)), server.client(Some(TOKEN_B)));
+    let a_job = enqueue(&a, "a-quote", &json!({ "amount": 5, "currency": "EUR" })).unwrap()["id"].clone();
+    // b's job fails once, with no retry: an open incident of tenant b.
+    let b_job = enqueue(&b, "b-flaky", &json!({ "succeed_on_attempt": 2 })).unwrap()["id"].clone();
+    server.wait_until("both jobs end", |_| {
+        job_state(&a, &a_job)["state"] == "terminal" && job_state(&b, &b_job)["state"] == "terminal"
+    });
+    assert_eq!(b.get("/v1/incidents").unwrap()["incidents"][0]["id"], b_job);
+
+    let quote_v2 = std::fs::read(guest("quote-v2")).unwrap();
+    let cross: Vec<(&str, Result<Value, ClientError>, &str)> = vec![
+        ("read b's job", a.get(&format!("/v1/jobs/{b_job}")), "not-found"),
+        ("enqueue on b's topic", enqueue(&a, "b-flaky", &json!({ "succeed_on_attempt": 1 })), "unknown-topic"),
+        (
+            "deploy to b's topic",
+            a.post("/v1/topics/b-flaky/plugins", Some((&quote_v2, "application/wasm")), &[]),
+            "unknown-topic",
+        ),
+        ("list b's versions", a.get("/v1/topics/b-flaky/plugins"), "unknown-topic"),
+        ("roll back b's topic", a.post("/v1/topics/b-flaky/rollback", None, &[]), "unknown-topic"),
+        ("retry b's incident", a.post(&format!("/v1/incidents/{b_job}/retry"), None, &[]), "not-found"),
+        ("cancel b's job", a.post(&format!("/v1/jobs/{b_job}/cancel"), None, &[]), "not-found"),
+        ("list b's topic", a.get("/v1/jobs?topic=b-flaky"), "unknown-topic"),
+        ("b reads a's job", b.get(&format!("/v1/jobs/{a_job}")), "not-found"),
+    ];
+    for (what, result, kind) in cross {
+        assert_eq!(refusal(result), (404, kind.to_owned()), "{what}");
+    }
+    // What a tenant lists is its own.
+    let a_jobs = a.get("/v1/jobs").unwrap()["jobs"].clone();
+    assert_eq!(a_jobs.as_array().unwrap().iter().map(|j| j["id"].clone()).collect::<Vec<_>>(), vec![a_job.clone()]);
+    assert_eq!(a.get("/v1/incidents").unwrap()["incidents"], json!([]));
+    let a_outcomes = a.get("/v1/outcomes?after=0&wait=0s").unwrap();
+    let seen: Vec<Value> = a_outcomes["outcomes"].as_array().unwrap().iter().map(|o| o["job_id"].clone()).collect();
+    assert_eq!(seen, vec![a_job.clone()]);
+    let topics: Vec<Value> =
+        a.get("/v1/topics").unwrap()["topics"].as_array().unwrap().iter().map(|t| t["topic"].clone()).collect();
+    assert_eq!(topics, vec![json!("a-quote")]);
+    // Nothing of b's changed: its incident is still open, on its version.
+    assert_eq!(b.get("/v1/incidents").unwrap()["incidents"][0]["id"], b_job);
+    let versions = b.get("/v1/topics/b-flaky/plugins").unwrap()["versions"].clone();
+    assert_eq!(versions.as_array().unwrap().len(), 1);
+    // No token, or a wrong one: 401 whatever the endpoint.
+    assert_eq!(refusal(server.client(None).get("/v1/jobs")), (401, "unauthorized".to_owned()));
+    assert_eq!(
+        refusal(server.client(Some("nope")).get(&format!("/v1/jobs/{a_job}"))),
+        (401, "unauthorized".to_owned())
+    );
+}
+
+/// Everything a tenant can see, to compare before and after refused calls.
+fn visible_state(server: &Server) -> Value {
+    let mut state = json!({});
+    for (token, topic) in [(TOKEN_A, "a-quote"), (TOKEN_Q, "q-flaky")] {
+        let client = server.client(Some(token));
+        let jobs: Vec<Value> = client.get("/v1/jobs?limit=1000").unwrap()["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| json!([j["id"], j["state"], j["attempt"], j["attempts"], j["outcome"]]))
+            .collect();
+        let versions = client.get(&format!("/v1/topics/{topic}/plugins")).unwrap()["versions"].clone();
+        let incidents = client.get("/v1/incidents").unwrap()["incidents"].clone();
+        state[topic] = json!({ "jobs": jobs, "versions": versions, "incidents": incidents });
+    }
+    state
+}
+
+#[test]
+fn every_bad_request_gets_its_status_and_error_and_changes_nothing() {
+    let server = Server::start(&config());
+    let (a, q) = (server.client(Some(TOKEN_A)), server.client(Some(TOKEN_Q)));
+    // Tenant q fills its max_queued (3) with jobs gated for an hour.
+    let gated: Vec<Value> =
+        (0..3).map(|_| enqueue(&q, "q-flaky", &json!({ "succeed_on_attempt": 9 })).unwrap()["id"].clone()).collect();
+    server.wait_until("q's jobs are gated", |_| gated.iter().all(|id| job_state(&q, id)["state"] == "gated"));
+    let done = enqueue(&a, "a-quote", &json!({ "amount": 1, "currency": "EUR" })).unwrap()["id"].clone();
+    server.wait_until("a's job ends", |_| job_state(&a, &done)["state"] == "terminal");
+    let before = visible_state(&server);
+
+    let big = json!({ "text": "x".repeat(2048) });
+    let garbage = vec![0u8; 5 << 20];
+    let json_body = |text: &'static str| Some((text.as_bytes(), "application/json"));
+    let long_key = "k".repeat(300);
+    let cases: Vec<(&str, Result<Value, ClientError>, u16, &str)> = vec![
+        ("malformed JSON", a.post("/v1/topics/a-quote/jobs", json_body("{\"amount\": "), &[]), 400, "malformed-json"),
+        ("unknown topic", enqueue(&a, "nope", &json!({})), 404, "unknown-topic"),
+        ("input over max_input_size", enqueue(&a, "a-quote", &big), 413, "payload-too-large"),
+        ("past max_queued", enqueue(&q, "q-flaky", &json!({ "succeed_on_attempt": 1 })), 429, "quota-exceeded"),
+        ("no token", server.client(None).post("/v1/topics/a-quote/jobs", json_body("{}"), &[]), 401, "unauthorized"),
+        (
+            "unknown token",
+            server.client(Some("x")).post("/v1/topics/a-quote/jobs", json_body("{}"), &[]),
+            401,
+            "unauthorized",
+        ),
+        (
+            "idempotency key too long",
+            a.post("/v1/topics/a-quote/jobs", json_body("{}"), &[("Idempotency-Key", &long_key)]),
+            400,
+            "bad-request",
+        ),
+        ("job id not a number", a.get("/v1/jobs/abc"), 400, "bad-request"),
+        ("unknown job", a.get("/v1/jobs/999999"), 404, "not-found"),
+        ("cancel unknown job", a.post("/v1/jobs/999999/cancel", None, &[]), 404, "not-found"),
+        ("unknown state in query", a.get("/v1/jobs?state=sleeping"), 400, "bad-request"),
+        ("unknown query key", a.get("/v1/jobs?colour=red"), 400, "bad-request"),
+        ("bad long-poll wait", a.get("/v1/outcomes?wait=soon"), 400, "bad-request"),
+        (
+            "retry a job that is not an incident",
+            q.post(&format!("/v1/incidents/{}/retry", gated[0]), None, &[]),
+            409,
+            "not-an-incident",
+        ),
+        (
+            "deploy something that is not a component",
+            a.post("/v1/topics/a-quote/plugins", Some((b"not wasm", "application/wasm")), &[]),
+            422,
+            "invalid-plugin",
+        ),
+        (
+            "deploy over max_plugin_size",
+            a.post("/v1/topics/a-quote/plugins", Some((&garbage, "application/wasm")), &[]),
+            413,
+            "payload-too-large",
+        ),
+        ("roll back with no earlier version", a.post("/v1/topics/a-quote/rollback", None, &[]), 409, "no-rollback"),
+        (
+            "roll back with malformed JSON",
+            a.post("/v1/topics/a-quote/rollback", json_body("{version"), &[]),
+            400,
+            "malformed-json",
+        ),
+        ("unknown endpoint", a.get("/v1/nothing-here"), 404, "not-found"),
+    ];
+    for (what, result, status, kind) in cases {
+        assert_eq!(refusal(result), (status, kind.to_owned()), "{what}");
+    }
+    assert_eq!(visible_state(&server), before, "a refused request changed the store");
+}
+
+#[test]
+fn idempotency_keys_outcome_cursor_and_deploy_through_the_api() {
+    let server = Server::start(&config());
+    let a = server.client(Some(TOKEN_A));
+    let usd = json!({ "amount": 10, "currency": "USD" }).to_string();
+    let key = [("Idempotency-Key", "order-17")];
+    let first = a.post("/v1/topics/a-quote/jobs", Some((usd.as_bytes(), "application/json")), &key).unwrap();
+    let again = a.post("/v1/topics/a-quote/jobs", Some((usd.as_bytes(), "application/json")), &key).unwrap();
+    assert_eq!((first["created"].clone(), again["created"].clone()), (json!(true), json!(false)));
+    assert_eq!(first["id"], again["id"]);
+    let id = first["id"].clone();
+    // Version 1 cannot price USD: with no retry the job is an incident.
+    server.wait_until("the USD job fails", |_| job_state(&a, &id)["state"] == "terminal");
+    let v1 = a.get("/v1/topics/a-quote/plugins").unwrap()["versions"][0]["version"].clone();
+    let page = a.get("/v1/outcomes?after=0&wait=0s").unwrap();
+    assert_eq!(page["outcomes"][0]["outcome"]["kind"], "failed");
+    let cursor = page["cursor"].clone();
+
+    let deployed = a
+        .post("/v1/topics/a-quote/plugins", Some((&std::fs::read(guest("quote-v2")).unwrap(), "application/wasm")), &[])
+        .unwrap();
+    assert_ne!(deployed["version"], v1);
+    assert_eq!(a.post(&format!("/v1/incidents/{id}/retry"), None, &[]).unwrap()["result"], "requeued");
+    // The long-poll returns the retried job's new outcome, after the cursor.
+    let page = a.get(&format!("/v1/outcomes?after={cursor}&wait=30s")).unwrap();
+    let outcome = &page["outcomes"][0];
+    assert_eq!((outcome["job_id"].clone(), outcome["outcome"]["kind"].clone()), (id.clone(), json!("completed")));
+    assert_eq!(outcome["outcome"]["output"]["version"], "v2");
+    assert_eq!(a.get("/v1/incidents").unwrap()["incidents"], json!([]));
+    // Its attempts record the version that ran each.
+    let job = job_state(&a, &id);
+    let versions: Vec<Value> =
+        job["attempts"].as_array().unwrap().iter().map(|a| a["plugin_version"].clone()).collect();
+    assert_eq!(versions, vec![v1.clone(), deployed["version"].clone()]);
+    // Roll back: version 1 is current again.
+    assert_eq!(a.post("/v1/topics/a-quote/rollback", None, &[]).unwrap()["version"], v1);
+    // The metrics name the current version and count the outcomes.
+    let metrics = reqwest_text(&format!("{}/metrics", server.url));
+    assert!(metrics.contains(&format!("husk_plugin_version{{topic=\"a-quote\",version={v1}}} 1")), "{metrics}");
+    assert!(metrics.contains("husk_jobs_total{topic=\"a-quote\",outcome=\"completed\"} 1"), "{metrics}");
+    assert!(metrics.contains("husk_jobs_total{topic=\"a-quote\",outcome=\"failed\"} 1"), "{metrics}");
+}
+
+/// A plain GET returning the body as text (`/metrics` is not JSON).
+fn reqwest_text(url: &str) -> String {
+    let output = Command::new("curl").args(["-sf", url]).output().unwrap();
+    assert!(output.status.success(), "curl {url} failed");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// A config whose topic names a tenant absent from the file, or is above
+/// its tenant's ceiling, is refused at start naming the key.
+#[test]
+fn a_topic_above_its_tenants_ceiling_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("memory = \"128MiB\"", "topics.a-quote.memory"),
+        ("deadline = \"1m\"", "topics.a-quote.deadline"),
+        ("fuel = 10", "topics.a-quote.fuel"),
+    ];
+    for (line, key) in cases {
+        let text = config()
+            .replace("max_memory = \"64MiB\"", "max_memory = \"64MiB\"\nmax_deadline = \"30s\"\nmax_fuel = 5")
+            .replace("[topics.a-quote]\n", &format!("[topics.a-quote]\n{line}\n"));
+        let error = start_error(dir.path(), &text);
+        assert!(error.contains(key) && error.contains("ceiling"), "{line}: {error}");
+    }
+    let error = start_error(dir.path(), &config().replace("tenant = \"a\"", "tenant = \"z\""));
+    assert!(error.contains("topics.a-quote.tenant") && error.contains("no tenant `z`"), "{error}");
+    let error = start_error(dir.path(), &config().replace("sha256:", "plain:"));
+    assert!(error.contains("tenants.a.tokens[0]") && error.contains("never the token itself"), "{error}");
+}
+
+fn start_error(dir: &Path, text: &str) -> String {
+    let path = dir.join("husk.toml");
+    std::fs::write(&path, text).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_husk"))
+        .args(["serve", "--no-cache", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .env("HUSK_TEST_TOKEN_B", TOKEN_B)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "husk serve should refuse the config");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    stderr
+}

@@ -1,0 +1,152 @@
+//! Schema upgrades: a database written by the previous husk (schema 1,
+//! frozen in `schema/`) is upgraded in place when opened, keeping its jobs
+//! and outcomes; their histories start empty.
+
+use std::time::{Duration, SystemTime};
+
+use husk_host::outcome::Outcome;
+use husk_host::retry::RetryPolicySpec;
+use husk_host::store::{
+    Durability, Enqueued, FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported, SCHEMA_VERSION,
+    SqliteStore,
+};
+
+const SQLITE_1: &str = include_str!("schema/sqlite-1.sql");
+const POSTGRES_1: &str = include_str!("schema/postgres-1.sql");
+
+/// When the old husk enqueued (ms since the epoch).
+const ENQUEUED_MS: i64 = 1_000_000_000;
+
+fn now() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_millis(ENQUEUED_MS as u64) + Duration::from_secs(60)
+}
+
+fn policy() -> String {
+    serde_json::to_string(&RetryPolicySpec::None).unwrap()
+}
+
+fn cancelled() -> String {
+    serde_json::to_string(&Outcome::Cancelled).unwrap()
+}
+
+/// What the old husk left: job 1 queued, job 2 ended `Cancelled`.
+const QUEUED: JobId = JobId(1);
+const ENDED: JobId = JobId(2);
+
+/// The upgraded store shows the old jobs without history, and works: keys
+/// and histories are kept.
+fn check_upgraded(store: &dyn JobStore) {
+    let queued = store.get(QUEUED).unwrap().expect("the queued job is kept");
+    assert_eq!((queued.state, queued.attempt, queued.attempts.len()), (JobState::Queued, 1, 0));
+    let ended = store.get(ENDED).unwrap().expect("the ended job is kept");
+    assert_eq!(ended.state, JobState::Terminal);
+    assert_eq!(ended.outcome.map(|o| o.outcome), Some(Outcome::Cancelled));
+    assert!(ended.attempts.is_empty());
+
+    let keyed = NewJob {
+        topic: "t".into(),
+        input: b"{}".to_vec(),
+        policy: RetryPolicySpec::None,
+        not_before: None,
+        key: Some("k".into()),
+    };
+    let first = store.enqueue(vec![keyed.clone()], now()).unwrap()[0];
+    assert!(first.created);
+    assert!(first.id != QUEUED && first.id != ENDED, "a new id: {first:?}");
+    assert_eq!(store.enqueue(vec![keyed], now()).unwrap(), vec![Enqueued { id: first.id, created: false }]);
+
+    let topics = ["t".to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
+    let job = store.fetch_and_lock(request, now()).unwrap().jobs.remove(0);
+    assert_eq!(job.id(), QUEUED, "the old job first");
+    let done = Report::Completed { output: b"1".to_vec(), plugin_version: Some("v2".into()) };
+    assert!(matches!(store.report(vec![(job.lock, done)], now()).unwrap()[0], Reported::Ended(_)));
+    let attempts = store.get(QUEUED).unwrap().unwrap().attempts;
+    assert_eq!(
+        attempts.iter().map(|a| (a.attempt, a.plugin_version.as_deref())).collect::<Vec<_>>(),
+        [(1, Some("v2"))]
+    );
+}
+
+#[test]
+fn sqlite_a_schema_1_file_is_upgraded_in_place_keeping_its_jobs() {
+    assert_eq!(SCHEMA_VERSION, 2, "a new schema: add its upgrade test (and freeze schema 2)");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("husk.db");
+    {
+        // As the old husk wrote it: schema 1, two jobs enqueued, the second
+        // ended (its row moved to the outcomes).
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(SQLITE_1).unwrap();
+        conn.execute_batch("PRAGMA user_version = 1").unwrap();
+        for _ in 0..2 {
+            conn.execute(
+                "INSERT INTO jobs (topic, input, policy, attempt, state, enqueued_at) VALUES ('t', X'7b7d', ?1, 1, 0, ?2)",
+                rusqlite::params![policy(), ENQUEUED_MS],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO outcomes (job_id, generation, topic, attempts, enqueued_at, finished_at, outcome, policy,
+                                   open_incident)
+             SELECT id, generation, topic, 0, enqueued_at, enqueued_at, ?2, policy, 0 FROM jobs WHERE id = ?1",
+            rusqlite::params![ENDED.0 as i64, cancelled()],
+        )
+        .unwrap();
+        conn.execute("DELETE FROM jobs WHERE id = ?1", [ENDED.0 as i64]).unwrap();
+    }
+    let store = SqliteStore::open(&path, Durability::Normal).unwrap();
+    let version: i64 =
+        rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    check_upgraded(&store);
+    drop(store);
+    // Opening an upgraded file again applies nothing twice.
+    let store = SqliteStore::open(&path, Durability::Normal).unwrap();
+    assert_eq!(store.get(QUEUED).unwrap().unwrap().attempts.len(), 1);
+}
+
+#[test]
+fn postgres_a_schema_1_database_is_upgraded_in_place_keeping_its_jobs() {
+    let Some(url) = crate::rig::pg::url() else { return };
+    let schema = crate::rig::pg::TestSchema::new(url);
+    {
+        let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+        let name = &schema.name;
+        client.batch_execute(&format!("CREATE SCHEMA {name}; SET search_path = {name};")).unwrap();
+        client.batch_execute(POSTGRES_1).unwrap();
+        client.batch_execute("UPDATE husk_meta SET value = 1 WHERE key = 'schema_version'").unwrap();
+        for _ in 0..2 {
+            client
+                .execute(
+                    "INSERT INTO husk_jobs (topic, input, policy, attempt, state, enqueued_at)
+                     VALUES ('t', '\\x7b7d', $1, 1, 0, $2)",
+                    &[&policy(), &ENQUEUED_MS],
+                )
+                .unwrap();
+        }
+        client
+            .execute(
+                "INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at,
+                                            outcome, policy, open_incident)
+                 SELECT 1, id, generation, topic, 0, enqueued_at, enqueued_at, $2, policy, FALSE
+                 FROM husk_jobs WHERE id = $1",
+                &[&(ENDED.0 as i64), &cancelled()],
+            )
+            .unwrap();
+        client
+            .batch_execute(&format!(
+                "DELETE FROM husk_jobs WHERE id = {}; UPDATE husk_meta SET value = 1 WHERE key = 'outcome_seq';",
+                ENDED.0
+            ))
+            .unwrap();
+    }
+    let store = schema.open();
+    let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+    let version = format!("SELECT value FROM {}.husk_meta WHERE key = 'schema_version'", schema.name);
+    assert_eq!(client.query_one(&version, &[]).unwrap().get::<_, i64>(0), SCHEMA_VERSION);
+    check_upgraded(&store);
+    drop(store);
+    let store = schema.open();
+    assert_eq!(store.get(QUEUED).unwrap().unwrap().attempts.len(), 1);
+}
