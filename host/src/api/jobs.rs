@@ -36,18 +36,13 @@ pub(super) async fn enqueue(
     let key = idempotency_key(&headers)?.map(|key| format!("{}:{topic}/{key}", topic.len()));
     let enqueued = blocking(move || {
         let quota = api.host.quota(&caller.tenant);
-        let lock = api.enqueue_locks.get(&caller.tenant).map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
-        if let Some(max) = quota.max_queued {
+        let mut check = api.queue_checks.get(&caller.tenant).map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        if let (Some(max), Some(check)) = (quota.max_queued, check.as_deref_mut()) {
             let topics = api.topics_of(&caller.tenant);
-            let live: u64 = api
-                .host
-                .dispatcher()
-                .store()
-                .depths()?
-                .iter()
-                .filter(|(t, _)| topics.contains(t))
-                .map(|(_, d)| d.queued + d.gated + d.running)
-                .sum();
+            let live = check.live(&api.host.snapshot(), &topics, max, || {
+                let depths = api.host.dispatcher().store().depths()?;
+                Ok::<_, ApiError>(depths.iter().filter(|(t, _)| topics.contains(t)).map(|(_, d)| d.live()).sum())
+            })?;
             if live >= max {
                 return Err(ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -57,7 +52,12 @@ pub(super) async fn enqueue(
             }
         }
         let enqueued = api.host.dispatcher().enqueue_keyed(&topic, body.to_vec(), key)?;
-        drop(lock);
+        if let Some(check) = check.as_deref_mut()
+            && enqueued.created
+        {
+            check.added(1);
+        }
+        drop(check);
         Ok((enqueued, topic))
     })
     .await;

@@ -27,7 +27,7 @@ pub use outcomes::OutcomeFeed;
 
 use crate::host::Host;
 use crate::metrics::Metrics;
-use crate::tenant::Tenants;
+use crate::tenant::{QueueCheck, Tenants};
 
 /// Limits of request bodies.
 #[derive(Debug, Clone, Copy)]
@@ -45,9 +45,10 @@ pub struct Api {
     metrics: Arc<Metrics>,
     feed: Arc<OutcomeFeed>,
     limits: BodyLimits,
-    /// Serializes a tenant's enqueues while its `max_queued` is checked, so
-    /// two requests cannot both take the last slot (in this process).
-    enqueue_locks: HashMap<String, Mutex<()>>,
+    /// Each tenant's `max_queued` check; its mutex serializes the tenant's
+    /// enqueues while it is checked, so two requests cannot both take the
+    /// last slot (in this process).
+    queue_checks: HashMap<String, Mutex<QueueCheck>>,
 }
 
 impl std::fmt::Debug for Api {
@@ -65,9 +66,12 @@ impl Api {
         feed: Arc<OutcomeFeed>,
         limits: BodyLimits,
     ) -> Self {
-        let enqueue_locks =
-            host.topics().filter_map(|t| t.tenant()).map(|tenant| (tenant.to_owned(), Mutex::new(()))).collect();
-        Self { host, tenants, metrics, feed, limits, enqueue_locks }
+        let queue_checks = host
+            .topics()
+            .filter_map(|t| t.tenant())
+            .map(|tenant| (tenant.to_owned(), Mutex::new(QueueCheck::default())))
+            .collect();
+        Self { host, tenants, metrics, feed, limits, queue_checks }
     }
 
     /// The tenant owning `topic`, if it is `tenant`: anything else reads as

@@ -340,6 +340,13 @@ pub struct Depth {
     pub running: u64,
 }
 
+impl Depth {
+    /// Live jobs: queued, gated and running.
+    pub fn live(&self) -> u64 {
+        self.queued + self.gated + self.running
+    }
+}
+
 /// A failure of the store itself (I/O, a database error), on one line
 /// naming the store.
 #[derive(Debug, thiserror::Error)]
