@@ -2,7 +2,8 @@
 //! (every cross-tenant read, enqueue, deploy, cancel and retry refused),
 //! every class of bad request with its documented status and error body
 //! (and the store unchanged afterwards), the quota on queued jobs, the
-//! outcome stream's cursor, idempotency keys and hot swap by deploy.
+//! outcome stream's cursor, idempotency keys, hot swap by deploy and by
+//! `--watch`, a cancel that kills a running job, and the CLI client.
 //!
 //! The tests wait for the server to make progress by polling the API
 //! (every 20 ms, up to a generous limit) and assert on what it answers.
@@ -34,7 +35,11 @@ impl Server {
     /// SQLite store lives too), with the env var `HUSK_TEST_TOKEN_B` set to
     /// tenant b's token; waits for `/healthz`.
     pub fn start(config: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), config, &[])
+    }
+
+    /// [`Server::start`] in `dir`, with more arguments.
+    pub fn start_in(dir: tempfile::TempDir, config: &str, args: &[&str]) -> Self {
         let path = dir.path().join("husk.toml");
         std::fs::write(&path, config).unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -42,6 +47,7 @@ impl Server {
         let child = Command::new(env!("CARGO_BIN_EXE_husk"))
             .args(["serve", "--no-cache", "--listen", &format!("127.0.0.1:{port}"), "--config"])
             .arg(&path)
+            .args(args)
             .env("RUST_LOG", "info,husk::guest=off")
             .env("HUSK_TEST_TOKEN_B", TOKEN_B)
             .stdout(Stdio::null())
@@ -105,6 +111,13 @@ plugin = "{quote_v1}"
 workers = 1
 retry = {{ kind = "none" }}
 
+[topics.a-spin]
+tenant = "a"
+plugin = "{spin}"
+workers = 1
+deadline = "30s"
+retry = {{ kind = "none" }}
+
 [topics.b-flaky]
 tenant = "b"
 plugin = "{flaky}"
@@ -121,6 +134,7 @@ retry = {{ kind = "fixed", max_attempts = 5, delay = "1h" }}
         hash_q = token_hash(TOKEN_Q),
         quote_v1 = guest("quote-v1").display(),
         flaky = guest("flaky").display(),
+        spin = guest("spin").display(),
     )
 }
 
@@ -183,7 +197,7 @@ fn tenant_isolation_through_the_http_server() {
     assert_eq!(seen, vec![a_job.clone()]);
     let topics: Vec<Value> =
         a.get("/v1/topics").unwrap()["topics"].as_array().unwrap().iter().map(|t| t["topic"].clone()).collect();
-    assert_eq!(topics, vec![json!("a-quote")]);
+    assert_eq!(topics, vec![json!("a-quote"), json!("a-spin")]);
     // Nothing of b's changed: its incident is still open, on its version.
     assert_eq!(b.get("/v1/incidents").unwrap()["incidents"][0]["id"], b_job);
     let versions = b.get("/v1/topics/b-flaky/plugins").unwrap()["versions"].clone();
@@ -373,4 +387,80 @@ fn start_error(dir: &Path, text: &str) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
     stderr
+}
+
+#[test]
+fn cancelling_a_running_job_kills_it() {
+    let server = Server::start(&config());
+    let a = server.client(Some(TOKEN_A));
+    let id = enqueue(&a, "a-spin", &json!({})).unwrap()["id"].clone();
+    server.wait_until("the spin job runs", |_| job_state(&a, &id)["state"] == "running");
+    assert_eq!(a.post(&format!("/v1/jobs/{id}/cancel"), None, &[]).unwrap()["result"], "cancelling");
+    // Killed at its next epoch tick, long before its 30 s deadline: the
+    // wait below would give up first.
+    server.wait_until("the spin job ends", |_| job_state(&a, &id)["state"] == "terminal");
+    let job = job_state(&a, &id);
+    assert_eq!(job["outcome"]["outcome"]["kind"], "cancelled");
+    assert_eq!(a.post(&format!("/v1/jobs/{id}/cancel"), None, &[]).unwrap()["result"], "already-ended");
+}
+
+#[test]
+fn watch_deploys_a_changed_plugin_file_and_refuses_a_broken_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join("quote.wasm");
+    std::fs::copy(guest("quote-v1"), &plugin).unwrap();
+    let text = config().replace(&guest("quote-v1").display().to_string(), &plugin.display().to_string());
+    let server = Server::start_in(dir, &text, &["--watch"]);
+    let a = server.client(Some(TOKEN_A));
+    let versions = || a.get("/v1/topics/a-quote/plugins").unwrap()["versions"].clone();
+    let v1 = versions()[0]["version"].clone();
+    // A broken file is refused; the current version stays.
+    std::fs::write(&plugin, b"half-written").unwrap();
+    server.wait_until("the broken file is refused", |s| s.log().contains("the changed plugin was refused"));
+    assert_eq!(versions().as_array().unwrap().len(), 1);
+    // A new version is deployed, and the next jobs run on it.
+    std::fs::copy(guest("quote-v2"), &plugin).unwrap();
+    server.wait_until("the new file is deployed", |_| versions()[0]["origin"] == "watch");
+    assert_ne!(versions()[0]["version"], v1);
+    let id = enqueue(&a, "a-quote", &json!({ "amount": 1, "currency": "USD" })).unwrap()["id"].clone();
+    server.wait_until("the USD job ends", |_| job_state(&a, &id)["state"] == "terminal");
+    assert_eq!(job_state(&a, &id)["outcome"]["outcome"]["output"]["version"], "v2");
+}
+
+/// `husk <args>` against the server as tenant a: (exit code, stdout, stderr).
+fn husk_cli(server: &Server, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_husk"))
+        .args(args)
+        .env("HUSK_SERVER", &server.url)
+        .env("HUSK_TOKEN", TOKEN_A)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (output.status.code().unwrap_or(-1), text(&output.stdout), text(&output.stderr))
+}
+
+#[test]
+fn the_cli_talks_to_the_server_in_tables_and_json() {
+    let server = Server::start(&config());
+    let (code, out, _) =
+        husk_cli(&server, &["enqueue", "a-quote", "--input", r#"{"amount": 2, "currency": "EUR"}"#, "--key", "k"]);
+    assert_eq!((code, out.as_str()), (0, "job 1 enqueued on topic a-quote\n"));
+    let (_, out, _) = husk_cli(&server, &["enqueue", "a-quote", "--input", "{}", "--key", "k", "--json"]);
+    let again: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((again["id"].clone(), again["created"].clone()), (json!(1), json!(false)));
+    server.wait_until("job 1 ends", |s| job_state(&s.client(Some(TOKEN_A)), &json!(1))["state"] == "terminal");
+    let (code, out, _) = husk_cli(&server, &["job", "1", "--json"]);
+    let job: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((code, job["outcome"]["outcome"]["kind"].clone()), (0, json!("completed")));
+    let (_, out, _) = husk_cli(&server, &["jobs"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("ID") && lines[1].starts_with("1 ") && lines[1].contains("completed"), "{out}");
+    let (_, out, _) = husk_cli(&server, &["plugins"]);
+    assert!(out.lines().any(|l| l.starts_with("a-quote") && l.ends_with('*')), "{out}");
+    // A refusal: exit code 1 and the API's message on stderr.
+    let (code, _, err) = husk_cli(&server, &["job", "99"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no job 99") && err.contains("404 not-found"), "{err}");
+    let (code, _, err) = husk_cli(&server, &["deploy", "a-quote", "/nonexistent.wasm"]);
+    assert!(code == 1 && err.contains("cannot read /nonexistent.wasm"), "{err}");
 }
