@@ -6,7 +6,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = husk_host::cli::Cli::parse();
-    husk_host::cli::init_tracing(cli.default_log_filter());
+    husk_host::cli::init_tracing(cli.default_log_filter(), cli.log_json());
     match cli.run() {
         Ok(code) => code,
         Err(error) => {

@@ -196,6 +196,9 @@ struct ServeArgs {
     /// development).
     #[arg(long)]
     watch: bool,
+    /// Log one JSON object per line (for a log collector) instead of text.
+    #[arg(long)]
+    log_json: bool,
     #[command(flatten)]
     cache: CacheArgs,
 }
@@ -291,16 +294,18 @@ fn parse_world(s: &str) -> Result<World, String> {
     }
 }
 
-/// Installs the `tracing` subscriber: human-readable, to stderr, filtered by
-/// `RUST_LOG` (default: `default`, e.g. `info`).
-pub fn init_tracing(default: &str) {
+/// Installs the `tracing` subscriber: to stderr, human-readable or one JSON
+/// object per line, filtered by `RUST_LOG` (default: `default`, e.g.
+/// `info`).
+pub fn init_tracing(default: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init()
+    };
 }
 
 impl Cli {
@@ -311,6 +316,11 @@ impl Cli {
             Command::Demo(_) => "warn,husk::guest=off",
             _ => "info",
         }
+    }
+
+    /// Whether logs are JSON lines (`husk serve --log-json`).
+    pub fn log_json(&self) -> bool {
+        matches!(&self.command, Command::Serve(args) if args.log_json)
     }
 
     /// Runs the command.
