@@ -2,7 +2,7 @@
 //! the quotas that bound what a tenant's topics may take from the host.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use crate::dispatch::Snapshot;
@@ -24,12 +24,15 @@ pub struct Quota {
 pub struct ConcurrencyGate {
     limit: usize,
     used: AtomicUsize,
+    /// Set when a fetch found the gate full: the next permits given back
+    /// must wake the waiting fetchers.
+    starved: AtomicBool,
 }
 
 impl ConcurrencyGate {
     /// A gate letting `limit` jobs run at once.
     pub fn new(limit: usize) -> Self {
-        Self { limit: limit.max(1), used: AtomicUsize::new(0) }
+        Self { limit: limit.max(1), used: AtomicUsize::new(0), starved: AtomicBool::new(false) }
     }
 
     /// The limit.
@@ -49,6 +52,13 @@ impl ConcurrencyGate {
         loop {
             let take = want.min(self.limit.saturating_sub(used));
             if take == 0 {
+                // Flag first, then look again: permits given back before the
+                // flag was seen are taken here; after it, the giver wakes us.
+                self.starved.store(true, Ordering::SeqCst);
+                used = self.used.load(Ordering::SeqCst);
+                if used < self.limit {
+                    continue;
+                }
                 return 0;
             }
             match self.used.compare_exchange_weak(used, used + take, Ordering::AcqRel, Ordering::Acquire) {
@@ -58,12 +68,16 @@ impl ConcurrencyGate {
         }
     }
 
-    /// Gives back `n` permits.
-    pub fn give(&self, n: usize) {
-        if n > 0 {
-            let before = self.used.fetch_sub(n, Ordering::AcqRel);
-            debug_assert!(before >= n, "gave back more permits than taken");
+    /// Gives back `n` permits. Returns whether a fetch found the gate full
+    /// since the last wake: the caller then wakes the waiting fetchers.
+    #[must_use = "a fetch waiting for a permit must be woken"]
+    pub fn give(&self, n: usize) -> bool {
+        if n == 0 {
+            return false;
         }
+        let before = self.used.fetch_sub(n, Ordering::SeqCst);
+        debug_assert!(before >= n, "gave back more permits than taken");
+        self.starved.swap(false, Ordering::SeqCst)
     }
 }
 
@@ -163,8 +177,10 @@ mod tests {
     fn the_gate_hands_out_at_most_its_limit() {
         let gate = ConcurrencyGate::new(3);
         assert_eq!((gate.try_take(2), gate.try_take(2), gate.try_take(1)), (2, 1, 0));
-        gate.give(2);
+        assert!(gate.give(2), "a fetch found the gate full: wake the fetchers");
+        assert!(!gate.give(0));
         assert_eq!((gate.in_use(), gate.try_take(5)), (1, 2));
+        assert!(!gate.give(1), "no fetch found it full since");
     }
 
     #[test]

@@ -347,9 +347,10 @@ impl Worker {
                 }
             }
             drop(guards);
-            if let Some(gate) = &self.hooks.gate {
-                gate.give(jobs.len());
-                // Fetchers of the tenant's other topics may be waiting for a permit.
+            if let Some(gate) = &self.hooks.gate
+                && gate.give(jobs.len())
+            {
+                // Fetchers of the tenant's topics wait for a permit.
                 self.dispatcher.wake_fetchers();
             }
         }

@@ -392,6 +392,46 @@ fn every_spent_attempt_is_recorded_with_its_plugin_version(backend: Backend) {
     assert!(listed.iter().all(|r| r.attempts.is_empty()), "`list` leaves attempts to `get`");
 }
 
+/// A guest chooses its fault bodies: a NUL byte, and a JSON body holding a
+/// `\u0000` escape, are kept in the history (and the fault) like any other
+/// bytes, on the completion fast path and the re-arm and end paths alike.
+fn fault_bodies_with_nul_are_kept_in_the_history(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 1));
+    let id = rig.enqueue("t");
+    let bodies: [&[u8]; 3] = [b"raw\0nul", br#"{"s":"a\u0000b"}"#, b"\0"];
+    for body in bodies {
+        let job = rig.fetch_one("t");
+        let report = rig.dispatcher.report(&job, JobResult::Fault(Fault::new("nul", body.to_vec())), Some("v1"));
+        assert!(matches!(report.unwrap(), Reported::ReArmed | Reported::Ended(_)));
+        rig.clock.advance(Duration::from_secs(1));
+    }
+    let record = rig.get(id);
+    let kept: Vec<serde_json::Value> = record.attempts.iter().map(|a| a.fault.as_ref().unwrap().body_value()).collect();
+    let expected: Vec<serde_json::Value> = bodies.iter().map(|b| Fault::new("nul", b.to_vec()).body_value()).collect();
+    assert_eq!(kept, expected);
+    // The completion path appends after such a history too.
+    rig.dispatcher.retry_incident(id).unwrap();
+    let job = rig.fetch_one("t");
+    rig.dispatcher.report(&job, JobResult::Output(b"1".to_vec()), Some("v2")).unwrap();
+    assert_eq!(rig.get(id).attempts.len(), 4);
+}
+
+/// A history keeps the first `HISTORY_FAULT_BODY` bytes of each fault; the
+/// job's `last_fault` keeps the whole of its last one.
+fn a_history_keeps_a_cut_of_each_fault_body(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 1));
+    let id = rig.enqueue("t");
+    let body = "x".repeat(3 * husk_host::store::HISTORY_FAULT_BODY).into_bytes();
+    let job = rig.fetch_one("t");
+    rig.dispatcher.report(&job, JobResult::Fault(Fault::new("big", body.clone())), None).unwrap();
+    let record = rig.get(id);
+    // (Compared as values: the SQL stores keep a body that is not JSON as a
+    // JSON string.)
+    let kept = record.attempts[0].fault.as_ref().unwrap().body_value();
+    assert_eq!(kept, json!("x".repeat(husk_host::store::HISTORY_FAULT_BODY)));
+    assert_eq!(record.last_fault.unwrap().body_value(), json!(String::from_utf8(body).unwrap()));
+}
+
 fn a_business_outcome_is_an_attempt_without_a_fault(backend: Backend) {
     let rig = payments_rig(backend, fixed(5, 1));
     let id = rig.enqueue("payments");
@@ -478,6 +518,8 @@ conformance! {
     status_reads_come_from_the_published_snapshot,
     every_spent_attempt_is_recorded_with_its_plugin_version,
     a_business_outcome_is_an_attempt_without_a_fault,
+    fault_bodies_with_nul_are_kept_in_the_history,
+    a_history_keeps_a_cut_of_each_fault_body,
     lock_expiries_are_attempts_without_a_version_and_a_retried_incident_continues_its_history,
     keyed_enqueue_counts_and_wakes_only_when_it_creates,
 }

@@ -17,7 +17,6 @@
 //! | 503 | `store-unavailable` | the store failed |
 
 use axum::Json;
-use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
@@ -64,15 +63,6 @@ impl ApiError {
 
     pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
-    }
-
-    /// A body the extractor refused: too large, or unreadable.
-    pub(crate) fn body(rejection: &BytesRejection, limit: usize) -> Self {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            let limit = bytesize::ByteSize(limit as u64);
-            return Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large", format!("the body is over {limit}"));
-        }
-        Self::bad_request(format!("cannot read the body: {rejection}"))
     }
 }
 

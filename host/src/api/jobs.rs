@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Api, ApiError, Caller, blocking};
+use super::{Api, ApiError, Caller, blocking, read_body};
 use crate::store::{CancelResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
 
 /// The header carrying an idempotency key.
@@ -28,10 +28,10 @@ pub(super) async fn enqueue(
     caller: Caller,
     Path(topic): Path<String>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     api.own_topic(&caller.tenant, &topic)?;
-    let body = body.map_err(|rejection| ApiError::body(&rejection, api.limits.input))?;
+    let body = read_body(body, api.limits.input).await?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::malformed_json(&e))?;
     let key = idempotency_key(&headers)?.map(|key| format!("{}:{topic}/{key}", topic.len()));
     let enqueued = blocking(move || {
@@ -51,7 +51,7 @@ pub(super) async fn enqueue(
                 ));
             }
         }
-        let enqueued = api.host.dispatcher().enqueue_keyed(&topic, body.to_vec(), key)?;
+        let enqueued = api.host.dispatcher().enqueue_keyed(&topic, body, key)?;
         if let Some(check) = check.as_deref_mut()
             && enqueued.created
         {

@@ -15,12 +15,15 @@ mod plugins;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{DefaultBodyLimit, FromRequestParts, State};
+use axum::body::Body;
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use bytesize::ByteSize;
+use http_body_util::BodyExt;
 
 pub use errors::ApiError;
 pub use outcomes::OutcomeFeed;
@@ -87,16 +90,12 @@ impl Api {
     }
 }
 
-/// The router, with the body limits per route.
+/// The router.
 pub fn router(api: Arc<Api>) -> Router {
-    let limits = api.limits;
     let v1 = Router::new()
-        .route("/topics/{topic}/jobs", post(jobs::enqueue).layer(DefaultBodyLimit::max(limits.input)))
+        .route("/topics/{topic}/jobs", post(jobs::enqueue))
         .route("/topics", get(plugins::topics))
-        .route(
-            "/topics/{topic}/plugins",
-            get(plugins::versions).post(plugins::deploy).layer(DefaultBodyLimit::max(limits.plugin)),
-        )
+        .route("/topics/{topic}/plugins", get(plugins::versions).post(plugins::deploy))
         .route("/topics/{topic}/rollback", post(plugins::rollback))
         .route("/jobs", get(jobs::list))
         .route("/jobs/{id}", get(jobs::get))
@@ -128,6 +127,37 @@ impl FromRequestParts<Arc<Api>> for Caller {
             None => Err(ApiError::unauthorized("unknown token")),
         }
     }
+}
+
+/// How much of a body over its limit is still read (and thrown away) so
+/// that the client, still sending, gets the 413 instead of a reset
+/// connection; past this the connection is closed.
+const DRAIN_PAST_LIMIT: usize = 64 << 20;
+
+/// Reads a request body of at most `limit` bytes. A larger one is refused
+/// (413) after reading it to its end, up to [`DRAIN_PAST_LIMIT`] more
+/// bytes: HTTP/1 clients send the whole body before they read the answer.
+async fn read_body(mut body: Body, limit: usize) -> Result<Vec<u8>, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            format!("the body is over {}", ByteSize(limit as u64)),
+        )
+    };
+    let mut bytes = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::bad_request(format!("cannot read the body: {e}")))?;
+        let Some(data) = frame.data_ref() else { continue };
+        seen += data.len();
+        if seen <= limit {
+            bytes.extend_from_slice(data);
+        } else if seen > limit.saturating_add(DRAIN_PAST_LIMIT) {
+            return Err(too_large());
+        }
+    }
+    if seen > limit { Err(too_large()) } else { Ok(bytes) }
 }
 
 /// Runs a blocking store call on tokio's blocking pool.

@@ -4,14 +4,13 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Api, ApiError, Caller, blocking};
+use super::{Api, ApiError, Caller, blocking, read_body};
 use crate::host::PluginSource;
 use crate::versions::{Origin, VersionInfo};
 
@@ -23,11 +22,11 @@ pub(super) async fn deploy(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(topic): Path<String>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<(StatusCode, Json<VersionInfo>), ApiError> {
     api.own_topic(&caller.tenant, &topic)?;
-    let bytes = body.map_err(|rejection| ApiError::body(&rejection, api.limits.plugin))?;
-    let source = PluginSource::Bytes { bytes: bytes.to_vec(), name: format!("the component deployed to `{topic}`") };
+    let bytes = read_body(body, api.limits.plugin).await?;
+    let source = PluginSource::Bytes { bytes, name: format!("the component deployed to `{topic}`") };
     let info = blocking(move || Ok(api.host.deploy(&topic, &source, Origin::Deploy)?)).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
@@ -58,9 +57,10 @@ pub(super) async fn rollback(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(topic): Path<String>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Json<VersionInfo>, ApiError> {
     api.own_topic(&caller.tenant, &topic)?;
+    let body = read_body(body, 4 << 10).await?;
     let body: RollbackBody = if body.iter().all(u8::is_ascii_whitespace) {
         RollbackBody::default()
     } else {

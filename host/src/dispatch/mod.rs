@@ -251,8 +251,11 @@ impl Dispatcher {
             if permits > 0 {
                 let request = FetchRequest { worker, topics, max: permits, lock_duration };
                 let fetched = self.store.fetch_and_lock(request, now);
-                if let Some(gate) = gate {
-                    gate.give(permits - fetched.as_ref().map_or(0, |f| f.jobs.len()));
+                if let Some(gate) = gate
+                    && gate.give(permits - fetched.as_ref().map_or(0, |f| f.jobs.len()))
+                {
+                    // Another topic of the tenant waits for these permits.
+                    self.notifier.notify();
                 }
                 let fetched = fetched?;
                 for ended in &fetched.ended {

@@ -135,9 +135,12 @@ pub struct AttemptRecord {
     pub attempt: u32,
     /// The plugin version (digest) that ran it, if known.
     pub plugin_version: Option<String>,
-    /// Its fault; `None` when it returned output or ended without a fault.
+    /// Its fault, the body cut at [`HISTORY_FAULT_BODY`] bytes; `None` when
+    /// it returned output, or its fault was classified a business error or
+    /// status (the outcome says which).
     pub fault: Option<Fault>,
-    /// When it was reported.
+    /// When it was reported, or, for a lock that expired, when the expiry
+    /// was reclaimed.
     #[serde(with = "crate::fault::epoch_millis")]
     pub finished_at: SystemTime,
 }
@@ -269,14 +272,30 @@ impl Report {
             },
             Report::Release => return None,
         };
-        Some(AttemptRecord { attempt, plugin_version: plugin_version.clone(), fault: fault.cloned(), finished_at: now })
+        Some(AttemptRecord::new(attempt, plugin_version.clone(), fault, now))
     }
 }
 
 /// The record of attempt `attempt` of a job whose lock expired: reclaimed
 /// at `now` with `fault` (`husk.lock-expired`); the version is unknown.
 fn expired_attempt(attempt: u32, fault: &Fault, now: SystemTime) -> AttemptRecord {
-    AttemptRecord { attempt, plugin_version: None, fault: Some(fault.clone()), finished_at: now }
+    AttemptRecord::new(attempt, None, Some(fault), now)
+}
+
+/// The most of a fault's body an [`AttemptRecord`] keeps: a history holds
+/// one fault per attempt, and a guest's fault body may be as large as its
+/// output (1 MiB by default). The job's `last_fault` keeps its last fault
+/// whole.
+pub const HISTORY_FAULT_BODY: usize = 4 << 10;
+
+impl AttemptRecord {
+    /// The record of an attempt, its fault body cut at
+    /// [`HISTORY_FAULT_BODY`] bytes.
+    fn new(attempt: u32, plugin_version: Option<String>, fault: Option<&Fault>, finished_at: SystemTime) -> Self {
+        let fault = fault
+            .map(|f| Fault { code: f.code.clone(), body: f.body[..f.body.len().min(HISTORY_FAULT_BODY)].to_vec() });
+        Self { attempt, plugin_version, fault, finished_at }
+    }
 }
 
 /// The result of a report.

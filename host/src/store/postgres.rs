@@ -100,10 +100,18 @@ CREATE INDEX husk_outcomes_incidents ON husk_outcomes (job_id) WHERE open_incide
 "#,
     // 2: attempt histories (JSON arrays of `AttemptRecord`s) and
     // idempotency keys (kept after their job ends, so not on its row).
+    // Histories are TEXT appended as text, not JSONB: JSONB refuses `\u0000`,
+    // which a guest's fault body may hold, and would re-parse the whole
+    // history on every append.
     r#"
-ALTER TABLE husk_jobs ADD COLUMN history JSONB NOT NULL DEFAULT '[]';
-ALTER TABLE husk_outcomes ADD COLUMN history JSONB NOT NULL DEFAULT '[]';
+ALTER TABLE husk_jobs ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE husk_outcomes ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
 CREATE TABLE husk_keys (key TEXT PRIMARY KEY, job_id BIGINT NOT NULL);
+CREATE FUNCTION husk_append(history TEXT, more TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN more = '[]' THEN history
+                WHEN history = '[]' THEN more
+                ELSE left(history, -1) || ',' || substr(more, 2) END
+$$;
 "#,
 ];
 
@@ -397,9 +405,11 @@ impl PostgresStore {
                 ids.push(lock.job.0 as i64);
                 tokens.push(lock.token as i64);
                 outcomes.push(to_json(&Outcome::Completed { output: output.clone() }));
-                // The attempt's number is the row's: the statement sets it
-                // (`|| jsonb_build_object('attempt', ...)` replaces this 0).
-                spent.push(to_json(&report.attempt_record(0, now).expect("a completion spends its attempt")));
+                // The attempt's number is the row's: the statement writes it
+                // in front of the rest of the record.
+                let record = to_json(&report.attempt_record(0, now).expect("a completion spends its attempt"));
+                let rest = record.strip_prefix(r#"{"attempt":0"#).expect("`attempt` is the record's first field");
+                spent.push(rest.to_owned());
             }
         }
         if ids.is_empty() {
@@ -408,7 +418,7 @@ impl PostgresStore {
         // The DELETE checks the lock itself, so no prior SELECT ... FOR
         // UPDATE is needed; the seq counter row is locked after the job rows
         // (its new value needs the count of deleted rows).
-        let sql = "WITH r AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $6::text[])
+        let sql = r#"WITH r AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $6::text[])
                                           AS r(slot, id, token, outcome, spent)),
              ended AS (
                  DELETE FROM husk_jobs j USING r
@@ -416,8 +426,7 @@ impl PostgresStore {
                        AND NOT j.cancel_requested
                  RETURNING j.id, j.generation, j.topic, j.attempt, j.enqueued_at, j.policy, j.last_fault,
                            r.outcome, r.slot,
-                           j.history || jsonb_build_array(r.spent::jsonb || jsonb_build_object('attempt', j.attempt))
-                               AS history),
+                           husk_append(j.history, '[{"attempt":' || j.attempt || r.spent || ']') AS history),
              counter AS (
                  UPDATE husk_meta SET value = value + (SELECT count(*) FROM ended) WHERE key = 'outcome_seq'
                  RETURNING value - (SELECT count(*) FROM ended) AS base),
@@ -429,7 +438,7 @@ impl PostgresStore {
                  SELECT seq, id, generation, topic, attempt, enqueued_at, $5, outcome, policy, last_fault, FALSE,
                         history
                  FROM numbered)
-             SELECT slot, seq, id, topic, attempt, enqueued_at FROM numbered";
+             SELECT slot, seq, id, topic, attempt, enqueued_at FROM numbered"#;
         let rows = self
             .autocommit("report", |query| Ok(query(sql, &[&slots, &ids, &tokens, &outcomes, &millis(now), &spent])?))?;
         for row in &rows {
@@ -701,7 +710,8 @@ struct Ending {
     spent: Option<AttemptRecord>,
 }
 
-/// History entries to append (`||`): a JSON array of none or one attempt.
+/// History entries to append (`husk_append`): a JSON array of none or one
+/// attempt.
 fn appended(spent: Option<&AttemptRecord>) -> String {
     to_json(&spent.as_slice())
 }
@@ -720,7 +730,7 @@ fn arm_all(tx: &mut Tx<'_>, arms: &[Arm], now: SystemTime) -> Result<bool, postg
         "UPDATE husk_jobs j SET state = a.state, not_before = a.not_before, attempt = a.attempt,
                 last_fault = COALESCE(a.fault, j.last_fault),
                 lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL,
-                history = j.history || a.spent::jsonb
+                history = husk_append(j.history, a.spent)
          FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[])
               AS a(id, state, not_before, attempt, fault, spent)
          WHERE j.id = a.id",
@@ -758,7 +768,7 @@ fn end_all(tx: &mut Tx<'_>, endings: Vec<Ending>, now: SystemTime) -> Result<Vec
                                         policy, last_fault, open_incident, input, history)
              SELECT (SELECT base FROM counter) + r.pos, e.id, e.generation, e.topic, r.attempts, e.enqueued_at,
                     $7, r.outcome, e.policy, r.last_fault, r.incident, CASE WHEN r.incident THEN e.input END,
-                    e.history || r.spent::jsonb
+                    husk_append(e.history, r.spent)
              FROM ended e
              JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[], $9::text[])
                   AS r(id, pos, attempts, outcome, last_fault, incident, spent) ON r.id = e.id
@@ -1082,7 +1092,7 @@ fn get_record(tx: &mut Tx<'_>, id: i64, with_attempts: bool) -> Result<Option<Jo
         if with_attempts { history_of(row.get(column)) } else { Ok(Vec::new()) }
     };
     let live = match with_attempts {
-        true => concat!("SELECT ", live_columns!(), ", history::text FROM husk_jobs WHERE id = $1"),
+        true => concat!("SELECT ", live_columns!(), ", history FROM husk_jobs WHERE id = $1"),
         false => select_live!("WHERE id = $1"),
     };
     if let Some(row) = tx.query_opt(live, &[&id])? {
@@ -1092,7 +1102,7 @@ fn get_record(tx: &mut Tx<'_>, id: i64, with_attempts: bool) -> Result<Option<Jo
         true => concat!(
             "SELECT ",
             outcome_columns!(),
-            ", history::text FROM husk_outcomes WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"
+            ", history FROM husk_outcomes WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"
         ),
         false => select_outcomes!("WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"),
     };

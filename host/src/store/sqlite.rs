@@ -123,10 +123,13 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| fail("cannot configure", &e))?;
         let version: i64 =
             conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(|e| fail("not a husk database", &e))?;
-        if version > SCHEMA_VERSION {
-            return Err(StoreError(format!(
+        let newer = |version: i64| {
+            StoreError(format!(
                 "SQLite store {name}: written by a newer husk (schema {version}; this husk knows up to {SCHEMA_VERSION})"
-            )));
+            ))
+        };
+        if version > SCHEMA_VERSION {
+            return Err(newer(version));
         }
         let sync = match durability {
             Durability::Normal => "NORMAL",
@@ -136,6 +139,13 @@ impl SqliteStore {
             .map_err(|e| fail("cannot enable WAL", &e))?;
         let tx =
             conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| fail("cannot write", &e))?;
+        // Read again under the write lock: another process opening the same
+        // file may have migrated it meanwhile.
+        let version: i64 =
+            tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(|e| fail("not a husk database", &e))?;
+        if version > SCHEMA_VERSION {
+            return Err(newer(version));
+        }
         for (i, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(migration).map_err(|e| fail(&format!("migration {}", i + 1), &e))?;
         }
