@@ -169,7 +169,10 @@ fn tenant_isolation_through_the_http_server() {
     });
     assert_eq!(b.get("/v1/incidents").unwrap()["incidents"][0]["id"], b_job);
 
-    let quote_v2 = std::fs::read(guest("quote-v2")).unwrap();
+    // A valid component, padded to 3 MiB (under the 4 MiB limit): the
+    // refusal must reach a client that sends all of it first.
+    let mut quote_v2 = std::fs::read(guest("quote-v2")).unwrap();
+    quote_v2.resize(3 << 20, 0);
     let cross: Vec<(&str, Result<Value, ClientError>, &str)> = vec![
         ("read b's job", a.get(&format!("/v1/jobs/{b_job}")), "not-found"),
         ("enqueue on b's topic", enqueue(&a, "b-flaky", &json!({ "succeed_on_attempt": 1 })), "unknown-topic"),

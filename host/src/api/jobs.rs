@@ -30,8 +30,10 @@ pub(super) async fn enqueue(
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    api.own_topic(&caller.tenant, &topic)?;
+    // The body first, even for a refusal: an HTTP/1 client sends all of it
+    // before reading the answer (see `read_body`).
     let body = read_body(body, api.limits.input).await?;
+    api.own_topic(&caller.tenant, &topic)?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::malformed_json(&e))?;
     let key = idempotency_key(&headers)?.map(|key| format!("{}:{topic}/{key}", topic.len()));
     let enqueued = blocking(move || {

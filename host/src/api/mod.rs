@@ -136,7 +136,11 @@ const DRAIN_PAST_LIMIT: usize = 64 << 20;
 
 /// Reads a request body of at most `limit` bytes. A larger one is refused
 /// (413) after reading it to its end, up to [`DRAIN_PAST_LIMIT`] more
-/// bytes: HTTP/1 clients send the whole body before they read the answer.
+/// bytes: HTTP/1 clients send the whole body before they read the answer,
+/// and a response sent before the body is read closes the connection under
+/// them. Handlers read their body before any other refusal for the same
+/// reason (a refused token, checked first, is the exception: its body is
+/// not read).
 async fn read_body(mut body: Body, limit: usize) -> Result<Vec<u8>, ApiError> {
     let too_large = || {
         ApiError::new(

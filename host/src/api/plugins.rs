@@ -24,8 +24,9 @@ pub(super) async fn deploy(
     Path(topic): Path<String>,
     body: Body,
 ) -> Result<(StatusCode, Json<VersionInfo>), ApiError> {
-    api.own_topic(&caller.tenant, &topic)?;
+    // The body first, even for a refusal (see `read_body`).
     let bytes = read_body(body, api.limits.plugin).await?;
+    api.own_topic(&caller.tenant, &topic)?;
     let source = PluginSource::Bytes { bytes, name: format!("the component deployed to `{topic}`") };
     let info = blocking(move || Ok(api.host.deploy(&topic, &source, Origin::Deploy)?)).await?;
     Ok((StatusCode::CREATED, Json(info)))
@@ -59,8 +60,8 @@ pub(super) async fn rollback(
     Path(topic): Path<String>,
     body: Body,
 ) -> Result<Json<VersionInfo>, ApiError> {
-    api.own_topic(&caller.tenant, &topic)?;
     let body = read_body(body, 4 << 10).await?;
+    api.own_topic(&caller.tenant, &topic)?;
     let body: RollbackBody = if body.iter().all(u8::is_ascii_whitespace) {
         RollbackBody::default()
     } else {
