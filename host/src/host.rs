@@ -384,35 +384,32 @@ pub enum DeployError {
     },
 }
 
-/// The limits of a Wasm error mapper: [`Limits::error_mapper`], without
-/// fuel when the engine does not meter it.
-fn mapper_limits(sandbox: &Sandbox) -> Limits {
+/// `plugin` as an error mapper in `sandbox`, with [`Limits::error_mapper`]
+/// (without fuel when the engine does not meter it).
+fn wasm_mapper(sandbox: &Sandbox, plugin: Plugin) -> ErrorMapper {
     let mut limits = Limits::error_mapper();
     if !sandbox.engine().config().fuel {
         limits.fuel = None;
     }
-    limits
+    ErrorMapper::Wasm { sandbox: sandbox.clone(), plugin, limits }
 }
 
 /// Loads a topic's error mapper; `own` is the topic's plugin, if it has one.
 fn load_mapper(sandbox: &Sandbox, topic: &Topic, own: Option<&Plugin>) -> Result<Option<ErrorMapper>, HostError> {
-    let limits = mapper_limits(sandbox);
     let plugin_error = |error| HostError::Plugin { topic: topic.name.clone(), error };
     Ok(match &topic.mapper {
         None => None,
         Some(MapperSpec::Rules(rules)) => Some(ErrorMapper::Rules(
             Rules::new(rules.clone()).map_err(|error| HostError::Rules { topic: topic.name.clone(), error })?,
         )),
-        Some(MapperSpec::Plugin(source)) => Some(ErrorMapper::Wasm {
-            sandbox: sandbox.clone(),
-            plugin: source.load(sandbox, World::ErrorMapper).map_err(plugin_error)?,
-            limits,
-        }),
+        Some(MapperSpec::Plugin(source)) => {
+            Some(wasm_mapper(sandbox, source.load(sandbox, World::ErrorMapper).map_err(plugin_error)?))
+        }
         Some(MapperSpec::SamePlugin) => {
             let plugin = own.filter(|p| p.is_error_mapper()).cloned().ok_or_else(|| {
                 HostError::Config(format!("topic `{}`: its plugin does not export `classify`", topic.name))
             })?;
-            Some(ErrorMapper::Wasm { sandbox: sandbox.clone(), plugin, limits })
+            Some(wasm_mapper(sandbox, plugin))
         }
     })
 }
@@ -564,6 +561,13 @@ impl Host {
         Ok(self.make_current(runtime, target, Origin::Rollback))
     }
 
+    /// The version of `topic`'s plugin new fetches run on; `None` for an
+    /// unknown or native topic.
+    pub fn current_version(&self, topic: &str) -> Option<VersionInfo> {
+        let (_, versions) = self.versions_of(topic).ok()?;
+        Some(versions.lock().unwrap_or_else(|p| p.into_inner()).current_info())
+    }
+
     /// The loaded versions of `topic`'s plugin, newest first.
     ///
     /// # Errors
@@ -580,8 +584,7 @@ impl Host {
         };
         let mut versions = versions.lock().unwrap_or_else(|p| p.into_inner());
         if matches!(runtime.topic.mapper, Some(MapperSpec::SamePlugin)) {
-            let limits = mapper_limits(&self.sandbox);
-            let mapper = ErrorMapper::Wasm { sandbox: self.sandbox.clone(), plugin: plugin.clone(), limits };
+            let mapper = wasm_mapper(&self.sandbox, plugin.clone());
             self.dispatcher
                 .set_topic(&runtime.topic.name, TopicPolicy { retry: runtime.topic.retry, mapper: Some(mapper) });
         }
@@ -594,7 +597,7 @@ impl Host {
             ?origin,
             "plugin version swapped"
         );
-        versions.list().into_iter().next().expect("the version just made current")
+        versions.current_info()
     }
 
     /// Starts the worker pools (and the snapshot publisher), if not started.

@@ -116,7 +116,7 @@ impl Metrics {
         }
         self.versions.clear();
         for topic in host.topics() {
-            if let Some(current) = host.versions(topic.name()).ok().and_then(|v| v.into_iter().find(|v| v.current)) {
+            if let Some(current) = host.current_version(topic.name()) {
                 let labels = VersionLabels { topic: topic.name().to_owned(), version: current.version };
                 self.versions.get_or_create(&labels).set(1);
             }

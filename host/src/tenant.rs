@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use crate::dispatch::Snapshot;
+use crate::store::Depth;
 
 /// Limits one tenant's topics share. `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -105,6 +106,11 @@ impl Tenants {
     }
 }
 
+/// Live jobs of `topics` among `depths`.
+fn live_in<'a>(depths: impl IntoIterator<Item = (&'a String, &'a Depth)>, topics: &[String]) -> u64 {
+    depths.into_iter().filter(|(topic, _)| topics.contains(topic)).map(|(_, d)| d.live()).sum()
+}
+
 /// A tenant's `max_queued` check. Counting the tenant's live jobs in the
 /// store costs a scan of them (tens of milliseconds with a backlog of
 /// 100,000 on PostgreSQL), too slow for every enqueue. So the check
@@ -124,7 +130,8 @@ pub struct QueueCheck {
 
 impl QueueCheck {
     /// The tenant's live jobs (of `topics`) as far as the check against
-    /// `max` needs: the estimate when clearly under, else `exact()`.
+    /// `max` needs: the estimate when clearly under, else counted in
+    /// `exact()`, the store's depths.
     ///
     /// # Errors
     ///
@@ -134,16 +141,14 @@ impl QueueCheck {
         snapshot: &Snapshot,
         topics: &[String],
         max: u64,
-        exact: impl FnOnce() -> Result<u64, E>,
+        exact: impl FnOnce() -> Result<Vec<(String, Depth)>, E>,
     ) -> Result<u64, E> {
         if self.snapshot_at != Some(snapshot.taken_at) {
             self.snapshot_at = Some(snapshot.taken_at);
             self.added = 0;
         }
-        let published: u64 =
-            snapshot.depths.iter().filter(|(topic, _)| topics.contains(topic)).map(|(_, d)| d.live()).sum();
-        let estimate = published + self.added;
-        if estimate < max - max / 10 { Ok(estimate) } else { exact() }
+        let estimate = live_in(&snapshot.depths, topics) + self.added;
+        if estimate < max - max / 10 { Ok(estimate) } else { Ok(live_in(exact()?.iter().map(|(t, d)| (t, d)), topics)) }
     }
 
     /// Counts `n` jobs enqueued after the check.
@@ -187,7 +192,7 @@ mod tests {
     fn the_queue_check_estimates_far_from_the_limit_and_counts_near_it() {
         let topics = ["t".to_owned()];
         let mut check = QueueCheck::default();
-        let exact_never = || -> Result<u64, ()> { panic!("counted exactly far from the limit") };
+        let exact_never = || -> Result<Vec<(String, Depth)>, ()> { panic!("counted exactly far from the limit") };
         // 80 published + up to 9 enqueued since: under 90 (the limit less a
         // tenth), estimated.
         for _ in 0..10 {
@@ -195,7 +200,13 @@ mod tests {
             check.added(1);
         }
         // 80 + 10 is within a tenth of the limit: counted exactly.
-        assert_eq!(check.live(&snapshot(1, 80), &topics, 100, || Ok::<_, ()>(97)), Ok(97));
+        let store = || {
+            Ok::<_, ()>(vec![
+                ("t".to_owned(), Depth { queued: 97, ..Depth::default() }),
+                ("other".to_owned(), Depth { queued: 3, ..Depth::default() }),
+            ])
+        };
+        assert_eq!(check.live(&snapshot(1, 80), &topics, 100, store), Ok(97));
         // A newer snapshot already counts what was enqueued: the tally restarts.
         check.added(1);
         assert_eq!(check.live(&snapshot(2, 85), &topics, 100, exact_never), Ok(85));

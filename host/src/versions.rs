@@ -48,6 +48,17 @@ struct Entry {
     origin: Origin,
 }
 
+impl Entry {
+    fn info(&self, current: bool) -> VersionInfo {
+        VersionInfo {
+            version: self.plugin.digest().to_owned(),
+            deployed_at: self.deployed_at,
+            origin: self.origin,
+            current,
+        }
+    }
+}
+
 /// A topic's versions. Not synchronized: the host holds it under a mutex,
 /// with the swap of the running handler, so the two never disagree.
 #[derive(Debug)]
@@ -95,18 +106,14 @@ impl VersionLog {
         .map(|e| e.plugin.clone())
     }
 
-    /// Every loaded version, newest first.
+    /// Every loaded version, newest (the current one) first.
     pub fn list(&self) -> Vec<VersionInfo> {
-        let current = self.current().digest();
-        self.entries
-            .iter()
-            .rev()
-            .map(|e| VersionInfo {
-                version: e.plugin.digest().to_owned(),
-                deployed_at: e.deployed_at,
-                origin: e.origin,
-                current: e.plugin.digest() == current,
-            })
-            .collect()
+        let last = self.entries.len() - 1;
+        self.entries.iter().enumerate().rev().map(|(i, e)| e.info(i == last)).collect()
+    }
+
+    /// The current version.
+    pub fn current_info(&self) -> VersionInfo {
+        self.entries.last().expect("a version log is never empty").info(true)
     }
 }

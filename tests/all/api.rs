@@ -9,7 +9,6 @@
 //! (every 20 ms, up to a generous limit) and assert on what it answers.
 
 use std::net::TcpListener;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,6 +16,7 @@ use husk_host::client::{Client, ClientError};
 use husk_host::config::token_hash;
 use serde_json::{Value, json};
 
+use crate::serve::start_error;
 use crate::support::guest;
 
 const TOKEN_A: &str = "token-of-tenant-a";
@@ -359,6 +359,7 @@ fn reqwest_text(url: &str) -> String {
 #[test]
 fn a_topic_above_its_tenants_ceiling_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
+    let refused = |text: &str| start_error(dir.path(), text, &[("HUSK_TEST_TOKEN_B", TOKEN_B)]);
     let cases = [
         ("memory = \"128MiB\"", "topics.a-quote.memory"),
         ("deadline = \"1m\"", "topics.a-quote.deadline"),
@@ -368,28 +369,13 @@ fn a_topic_above_its_tenants_ceiling_is_refused_at_start() {
         let text = config()
             .replace("max_memory = \"64MiB\"", "max_memory = \"64MiB\"\nmax_deadline = \"30s\"\nmax_fuel = 5")
             .replace("[topics.a-quote]\n", &format!("[topics.a-quote]\n{line}\n"));
-        let error = start_error(dir.path(), &text);
+        let error = refused(&text);
         assert!(error.contains(key) && error.contains("ceiling"), "{line}: {error}");
     }
-    let error = start_error(dir.path(), &config().replace("tenant = \"a\"", "tenant = \"z\""));
+    let error = refused(&config().replace("tenant = \"a\"", "tenant = \"z\""));
     assert!(error.contains("topics.a-quote.tenant") && error.contains("no tenant `z`"), "{error}");
-    let error = start_error(dir.path(), &config().replace("sha256:", "plain:"));
+    let error = refused(&config().replace("sha256:", "plain:"));
     assert!(error.contains("tenants.a.tokens[0]") && error.contains("never the token itself"), "{error}");
-}
-
-fn start_error(dir: &Path, text: &str) -> String {
-    let path = dir.join("husk.toml");
-    std::fs::write(&path, text).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_husk"))
-        .args(["serve", "--no-cache", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&path)
-        .env("HUSK_TEST_TOKEN_B", TOKEN_B)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1), "husk serve should refuse the config");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
-    stderr
 }
 
 #[test]

@@ -282,22 +282,28 @@ deadline = "60s"
     }
 }
 
+/// Writes `text` as `dir/husk.toml` and starts `husk serve` on it (with
+/// `env` set), which must refuse it: exit code 1 and one line on stderr,
+/// returned.
+pub fn start_error(dir: &Path, text: &str, env: &[(&str, &str)]) -> String {
+    let config = dir.join("husk.toml");
+    std::fs::write(&config, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_husk"))
+        .args(["serve", "--no-cache", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "husk serve should refuse: {text}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    stderr
+}
+
 #[test]
 fn bad_config_and_store_input_fail_at_start_with_one_line_naming_them() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |text: &str| {
-        let config = dir.path().join("husk.toml");
-        std::fs::write(&config, text).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_husk"))
-            .args(["serve", "--no-cache", "--listen", "127.0.0.1:0", "--config"])
-            .arg(&config)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{text}");
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
-        stderr
-    };
+    let run = |text: &str| start_error(dir.path(), text, &[]);
     let transform = guest("transform").display().to_string();
     let topic = format!("[topics.t]\nplugin = \"{transform}\"\n");
 

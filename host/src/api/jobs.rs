@@ -41,10 +41,7 @@ pub(super) async fn enqueue(
         let mut check = api.queue_checks.get(&caller.tenant).map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         if let (Some(max), Some(check)) = (quota.max_queued, check.as_deref_mut()) {
             let topics = api.topics_of(&caller.tenant);
-            let live = check.live(&api.host.snapshot(), &topics, max, || {
-                let depths = api.host.dispatcher().store().depths()?;
-                Ok::<_, ApiError>(depths.iter().filter(|(t, _)| topics.contains(t)).map(|(_, d)| d.live()).sum())
-            })?;
+            let live = check.live(&api.host.snapshot(), &topics, max, || api.host.dispatcher().store().depths())?;
             if live >= max {
                 return Err(ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,

@@ -78,7 +78,7 @@ pub(super) async fn topics(State(api): State<Arc<Api>>, caller: Caller) -> Json<
         .topics_of(&caller.tenant)
         .into_iter()
         .map(|topic| {
-            let current = api.host.versions(&topic).ok().and_then(|v| v.into_iter().find(|v| v.current));
+            let current = api.host.current_version(&topic);
             let depth = snapshot.depths.get(&topic).copied().unwrap_or_default();
             json!({ "topic": topic, "version": current.map(|v| v.version), "depth": depth })
         })
