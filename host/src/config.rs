@@ -154,6 +154,9 @@ pub struct TopicConfig {
     /// Declarative classification rules (instead of `mapper`).
     #[serde(default)]
     pub mapper_rules: Option<Vec<Rule>>,
+    /// Deadline of one run of the Wasm error mapper (default `100ms`).
+    #[serde(default, with = "humantime_serde")]
+    pub mapper_deadline: Option<Duration>,
 }
 
 /// Why a config file was refused.
@@ -256,6 +259,11 @@ impl Config {
         {
             return above("deadline", format!("{:?}", limits.deadline), format!("{max:?}"));
         }
+        if let (Some(max), Some(deadline)) = (tenant.max_deadline, topic.mapper_deadline)
+            && deadline > max
+        {
+            return above("mapper_deadline", format!("{deadline:?}"), format!("{max:?}"));
+        }
         match (tenant.max_fuel, limits.fuel) {
             (Some(max), Some(fuel)) if fuel > max => above("fuel", fuel.to_string(), max.to_string()),
             (Some(max), None) => above("fuel", "unlimited (not set)".into(), max.to_string()),
@@ -354,6 +362,9 @@ impl TopicConfig {
         }
         if let Some(retry) = self.retry {
             topic = topic.with_retry(retry);
+        }
+        if let Some(deadline) = self.mapper_deadline {
+            topic = topic.with_mapper_deadline(deadline);
         }
         match (&self.mapper, &self.mapper_rules) {
             (Some(path), _) if path.as_os_str() == "self" => topic.with_mapper(MapperSpec::SamePlugin),

@@ -91,6 +91,7 @@ pub struct Topic {
     lock_duration: Option<Duration>,
     retry: Option<RetryPolicySpec>,
     mapper: Option<MapperSpec>,
+    mapper_deadline: Option<Duration>,
 }
 
 impl std::fmt::Debug for Topic {
@@ -120,7 +121,18 @@ impl Topic {
             lock_duration: None,
             retry: None,
             mapper: None,
+            mapper_deadline: None,
         }
+    }
+
+    /// Sets the deadline of one run of the topic's Wasm error mapper
+    /// (default 100 ms, [`Limits::error_mapper`]): a mapper past it counts
+    /// as classifying the fault `technical`. An interpreted mapper (Python,
+    /// JavaScript) on a busy machine may want more.
+    #[must_use]
+    pub fn with_mapper_deadline(mut self, deadline: Duration) -> Self {
+        self.mapper_deadline = Some(deadline);
+        self
     }
 
     /// Sets the tenant owning the topic (whose quota its jobs count
@@ -384,12 +396,16 @@ pub enum DeployError {
     },
 }
 
-/// `plugin` as an error mapper in `sandbox`, with [`Limits::error_mapper`]
-/// (without fuel when the engine does not meter it).
-fn wasm_mapper(sandbox: &Sandbox, plugin: Plugin) -> ErrorMapper {
+/// `plugin` as `topic`'s error mapper in `sandbox`, with
+/// [`Limits::error_mapper`] (the topic's mapper deadline, if it set one;
+/// without fuel when the engine does not meter it).
+fn wasm_mapper(sandbox: &Sandbox, topic: &Topic, plugin: Plugin) -> ErrorMapper {
     let mut limits = Limits::error_mapper();
     if !sandbox.engine().config().fuel {
         limits.fuel = None;
+    }
+    if let Some(deadline) = topic.mapper_deadline {
+        limits.deadline = deadline;
     }
     ErrorMapper::Wasm { sandbox: sandbox.clone(), plugin, limits }
 }
@@ -403,13 +419,13 @@ fn load_mapper(sandbox: &Sandbox, topic: &Topic, own: Option<&Plugin>) -> Result
             Rules::new(rules.clone()).map_err(|error| HostError::Rules { topic: topic.name.clone(), error })?,
         )),
         Some(MapperSpec::Plugin(source)) => {
-            Some(wasm_mapper(sandbox, source.load(sandbox, World::ErrorMapper).map_err(plugin_error)?))
+            Some(wasm_mapper(sandbox, topic, source.load(sandbox, World::ErrorMapper).map_err(plugin_error)?))
         }
         Some(MapperSpec::SamePlugin) => {
             let plugin = own.filter(|p| p.is_error_mapper()).cloned().ok_or_else(|| {
                 HostError::Config(format!("topic `{}`: its plugin does not export `classify`", topic.name))
             })?;
-            Some(wasm_mapper(sandbox, plugin))
+            Some(wasm_mapper(sandbox, topic, plugin))
         }
     })
 }
@@ -584,7 +600,7 @@ impl Host {
         };
         let mut versions = versions.lock().unwrap_or_else(|p| p.into_inner());
         if matches!(runtime.topic.mapper, Some(MapperSpec::SamePlugin)) {
-            let mapper = wasm_mapper(&self.sandbox, plugin.clone());
+            let mapper = wasm_mapper(&self.sandbox, &runtime.topic, plugin.clone());
             self.dispatcher
                 .set_topic(&runtime.topic.name, TopicPolicy { retry: runtime.topic.retry, mapper: Some(mapper) });
         }

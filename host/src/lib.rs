@@ -50,6 +50,8 @@ pub mod outcome;
 pub mod plugin;
 pub mod retry;
 pub mod sandbox;
+pub mod scaffold;
+pub mod sdk;
 pub mod serve;
 pub mod store;
 pub mod tenant;

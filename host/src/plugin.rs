@@ -10,6 +10,7 @@ use wasmtime::component::Component;
 use crate::bindings::error_mapper::ErrorMapperPre;
 use crate::bindings::operation::OperationPre;
 use crate::engine::{CodeSource, Engine, content_digest};
+use crate::sandbox::imports::{self, Linked, Refused};
 use crate::sandbox::{JobState, Sandbox};
 
 /// The world of the WIT contract a plugin is loaded as.
@@ -65,12 +66,17 @@ pub enum PluginError {
         /// wasmtime's reason.
         reason: String,
     },
-    /// The component imports something husk does not provide.
-    #[error("{source_name} imports something husk does not provide: {reason}")]
+    /// The component imports something husk does not provide: an unknown
+    /// interface, a version husk does not provide, or an interface whose
+    /// type does not match husk's.
+    #[error("{source_name} imports `{import}`, {reason}")]
     Imports {
         /// The file.
         source_name: String,
-        /// wasmtime's reason, naming the import.
+        /// The import, named as the component names it (e.g.
+        /// `wasi:http/types@0.2.0`).
+        import: String,
+        /// Why husk cannot provide it, and what it provides instead.
         reason: String,
     },
     /// The component does not export what its world requires, or with the
@@ -96,6 +102,7 @@ struct Inner {
     digest: String,
     world: World,
     code_source: CodeSource,
+    imports: Vec<String>,
     operation: Option<OperationPre<JobState>>,
     error_mapper: Option<ErrorMapperPre<JobState>>,
 }
@@ -106,6 +113,7 @@ impl fmt::Debug for Plugin {
             .field("digest", &self.inner.digest)
             .field("world", &self.inner.world)
             .field("code_source", &self.inner.code_source)
+            .field("imports", &self.inner.imports)
             .field("also_error_mapper", &self.is_error_mapper())
             .finish()
     }
@@ -138,10 +146,10 @@ impl Plugin {
     pub fn from_bytes(sandbox: &Sandbox, bytes: &[u8], world: World, source_name: &str) -> Result<Self, PluginError> {
         let engine = sandbox.engine();
         let (component, code_source) = compile(engine, bytes, source_name)?;
-        let instance_pre = sandbox
-            .linker()
-            .instantiate_pre(&component)
-            .map_err(|e| PluginError::Imports { source_name: source_name.to_owned(), reason: format!("{e:#}") })?;
+        let refused =
+            |Refused { import, reason }| PluginError::Imports { source_name: source_name.to_owned(), import, reason };
+        let Linked { linker, imports } = imports::link(engine.wasmtime(), &component).map_err(refused)?;
+        let instance_pre = linker.instantiate_pre(&component).map_err(|e| refused(mismatch(&e, &imports)))?;
         let operation = OperationPre::new(instance_pre.clone());
         let error_mapper = ErrorMapperPre::new(instance_pre);
         let wrong_world = |e: wasmtime::Error| PluginError::WrongWorld {
@@ -154,7 +162,14 @@ impl Plugin {
             World::ErrorMapper => (operation.ok(), Some(error_mapper.map_err(wrong_world)?)),
         };
         Ok(Self {
-            inner: Arc::new(Inner { digest: content_digest(bytes), world, code_source, operation, error_mapper }),
+            inner: Arc::new(Inner {
+                digest: content_digest(bytes),
+                world,
+                code_source,
+                imports,
+                operation,
+                error_mapper,
+            }),
         })
     }
 
@@ -174,6 +189,14 @@ impl Plugin {
         self.inner.code_source
     }
 
+    /// The interfaces linked for the plugin: exactly those its component
+    /// imports, named as it imports them (with versions, e.g.
+    /// `wasi:io/streams@0.2.3`), in the component's order. Nothing else is
+    /// linked; see [`crate::sandbox::imports`].
+    pub fn imports(&self) -> &[String] {
+        &self.inner.imports
+    }
+
     /// Whether the plugin exports `execute` (it can run jobs).
     pub fn is_operation(&self) -> bool {
         self.inner.operation.is_some()
@@ -190,6 +213,18 @@ impl Plugin {
 
     pub(crate) fn error_mapper_pre(&self) -> Option<&ErrorMapperPre<JobState>> {
         self.inner.error_mapper.as_ref()
+    }
+}
+
+/// The refusal for a component whose imports are all provided but which
+/// wasmtime would not link (an interface whose functions or types do not
+/// match husk's): names the import wasmtime's error names.
+fn mismatch(error: &wasmtime::Error, imports: &[String]) -> Refused {
+    let message = error.to_string();
+    let import = imports.iter().find(|import| message.contains(&format!("`{import}`")));
+    Refused {
+        import: import.cloned().unwrap_or_else(|| "one of its imports".to_owned()),
+        reason: format!("which does not match what husk provides: {error:#}"),
     }
 }
 

@@ -3,10 +3,11 @@
 
 use husk_host::engine::{CodeSource, Engine};
 use husk_host::plugin::{Plugin, PluginError, World};
-use husk_host::sandbox::Sandbox;
+use husk_host::sandbox::{RunEnding, Sandbox};
 use serde_json::json;
+use wasmparser::{ComponentTypeRef, TypeBounds};
 
-use crate::support::{guest, output, run, sandbox, test_config};
+use crate::support::{GuestLogs, guest, load, output, run, sandbox, test_config};
 
 fn load_bytes(bytes: &[u8], world: World) -> Result<Plugin, PluginError> {
     Plugin::from_bytes(&sandbox(), bytes, world, "fixture")
@@ -41,8 +42,147 @@ fn execute_with_the_wrong_type_is_refused_at_load() {
 fn an_import_husk_does_not_provide_is_refused_with_its_name() {
     let wat = r#"(component (import "wasi:http/outgoing-handler@0.2.0" (instance (export "handle" (func)))))"#;
     let error = load_bytes(wat.as_bytes(), World::Operation).unwrap_err();
-    assert!(matches!(&error, PluginError::Imports { .. }), "{error}");
-    assert!(error.to_string().contains("wasi:http/outgoing-handler"), "{error}");
+    assert!(
+        matches!(&error, PluginError::Imports { import, .. } if import == "wasi:http/outgoing-handler@0.2.0"),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("fixture imports `wasi:http/outgoing-handler@0.2.0`"), "{message}");
+    // The message says what husk does provide.
+    assert!(message.contains("husk:worker/log") && message.contains("wasi:io/streams"), "{message}");
+}
+
+/// The names a component imports at its top level, read from its bytes with
+/// `wasmparser` (not through wasmtime, which the host uses).
+fn imports_in(bytes: &[u8]) -> Vec<String> {
+    let mut depth = 0;
+    let mut imports = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload.unwrap() {
+            wasmparser::Payload::Version { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth -= 1,
+            wasmparser::Payload::ComponentImportSection(section) if depth == 1 => {
+                for import in section {
+                    let import = import.unwrap();
+                    // A type import equal to a type of another import (how
+                    // a world's `use` is encoded) needs nothing linked.
+                    if !matches!(import.ty, ComponentTypeRef::Type(TypeBounds::Eq(_))) {
+                        imports.push(import.name.name.to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    imports
+}
+
+#[test]
+fn a_plugin_links_exactly_the_interfaces_its_component_imports() {
+    let bytes = std::fs::read(guest("transform")).unwrap();
+    let plugin = load(&sandbox(), "transform");
+    let imported = imports_in(&bytes);
+    assert!(imported.iter().any(|name| name.starts_with("husk:worker/types@0.1.")), "{imported:?}");
+    assert_eq!(plugin.imports(), imported);
+    let provided: Vec<&str> = husk_host::sandbox::imports::provided().collect();
+    for import in plugin.imports() {
+        let name = import.split_once('@').unwrap().0;
+        assert!(provided.contains(&name), "{import} is not one husk provides");
+    }
+    assert!(plugin.imports().len() < provided.len(), "{:?}", plugin.imports());
+}
+
+/// An operation that imports only `husk:worker/log`: it logs one line and
+/// returns empty output.
+const LOG_ONLY: &str = r#"(component
+    (import "husk:worker/log@0.1.0" (instance $log
+        (type $l (enum "trace" "debug" "info" "warn" "error"))
+        (export "level" (type $level (eq $l)))
+        (export "log" (func (param "level" $level) (param "message" string)))))
+    (core module $memory (memory (export "memory") 1))
+    (core instance $memory (instantiate $memory))
+    (alias core export $memory "memory" (core memory $mem))
+    (alias export $log "log" (func $log))
+    (core func $log (canon lower (func $log) (memory $mem)))
+    (core module $m
+        (import "host" "log" (func $log (param i32 i32 i32)))
+        (import "host" "memory" (memory 1))
+        (data (i32.const 64) "hello from wat")
+        (func (export "execute") (param i32 i32 i32 i32 i32 i32 i32) (result i32)
+            (call $log (i32.const 2) (i32.const 64) (i32.const 14))
+            i32.const 16)
+        (func (export "realloc") (param i32 i32 i32 i32) (result i32) i32.const 1024))
+    (core instance $i (instantiate $m
+        (with "host" (instance (export "log" (func $log)) (export "memory" (memory $mem))))))
+    (type $job (record (field "id" string) (field "topic" string) (field "attempt" u32) (field "input" (list u8))))
+    (type $fault (record (field "code" string) (field "body" (list u8))))
+    (export $job-export "job" (type $job))
+    (export $fault-export "fault" (type $fault))
+    (func $execute (param "job" $job-export) (result (result (list u8) (error $fault-export)))
+        (canon lift (core func $i "execute") (memory $mem) (realloc (core func $i "realloc"))))
+    (export "execute" (func $execute)))"#;
+
+#[test]
+fn a_component_importing_only_log_links_only_log() {
+    let sandbox = sandbox();
+    let plugin = Plugin::from_bytes(&sandbox, LOG_ONLY.as_bytes(), World::Operation, "log-only").unwrap();
+    assert_eq!(plugin.imports(), ["husk:worker/log@0.1.0"]);
+    let logs = GuestLogs::default();
+    let execution = logs.capture(|| run(&sandbox, &plugin, json!({})));
+    assert_eq!(execution.ending, RunEnding::Returned(Vec::new()));
+    assert_eq!(logs.messages(), ["hello from wat"]);
+}
+
+#[test]
+fn an_interface_of_a_package_husk_does_not_provide_is_refused_with_its_name() {
+    let wat = r#"(component (import "wasi:http/types@0.2.0" (instance
+        (export "fields" (type (sub resource)))
+        (type $method (variant (case "get") (case "other" string)))
+        (export "method" (type (eq $method)))
+        (export "now" (func (result u64))))))"#;
+    let error = load_bytes(wat.as_bytes(), World::Operation).unwrap_err();
+    assert!(matches!(&error, PluginError::Imports { import, .. } if import == "wasi:http/types@0.2.0"), "{error:?}");
+    assert!(error.to_string().contains("`wasi:http/types@0.2.0`, which husk does not provide"), "{error}");
+}
+
+/// A component importing `wasi:cli/environment` at `version` (with `@`, or
+/// empty for none), with `get-arguments` returning `result`.
+fn environment_importer(version: &str, result: &str) -> String {
+    format!(
+        r#"(component (import "wasi:cli/environment{version}" (instance
+            (export "get-arguments" (func (result {result}))))))"#
+    )
+}
+
+#[test]
+fn an_interface_at_a_version_husk_does_not_provide_is_refused_with_its_name() {
+    for version in ["@0.3.0", "@1.2.0", "@0.2.0-rc-2023-11-10", ""] {
+        let import = format!("wasi:cli/environment{version}");
+        let error =
+            load_bytes(environment_importer(version, "(list string)").as_bytes(), World::Operation).unwrap_err();
+        assert!(matches!(&error, PluginError::Imports { import: named, .. } if *named == import), "{error:?}");
+        let message = error.to_string();
+        assert!(message.contains(&format!("`{import}`")), "{message}");
+        assert!(message.contains("wasi:cli/environment at 0.2.x"), "{message}");
+    }
+
+    // At any 0.2.x it links (and is then refused for not exporting
+    // `execute`, which comes after).
+    for version in ["@0.2.0", "@0.2.3", "@0.2.99"] {
+        let error =
+            load_bytes(environment_importer(version, "(list string)").as_bytes(), World::Operation).unwrap_err();
+        assert!(matches!(&error, PluginError::WrongWorld { .. }), "{version}: {error}");
+    }
+}
+
+#[test]
+fn an_interface_with_a_type_husk_does_not_provide_is_refused_with_its_name() {
+    let error = load_bytes(environment_importer("@0.2.0", "u32").as_bytes(), World::Operation).unwrap_err();
+    assert!(
+        matches!(&error, PluginError::Imports { import, .. } if import == "wasi:cli/environment@0.2.0"),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("get-arguments"), "{error}");
 }
 
 #[test]

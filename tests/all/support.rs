@@ -1,7 +1,7 @@
 //! Shared test helpers: guest paths, engines and sandboxes, and a tracing
 //! layer that captures what guests log.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
@@ -134,4 +134,73 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for GuestLogs {
         }
         self.messages.lock().unwrap().push(visitor.0);
     }
+}
+
+/// A language husk guests are written in, beside Rust: its example guests
+/// are built by `scripts/build-guests <language>` into
+/// `target/guests/<language>/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// Rust, through `husk-guest` (built by host/build.rs).
+    Rust,
+    /// Python, through componentize-py.
+    Python,
+    /// JavaScript, through componentize-js.
+    Js,
+    /// C, through clang and `husk sdk`.
+    C,
+}
+
+impl Language {
+    pub const ALL: [Language; 4] = [Language::Rust, Language::Python, Language::Js, Language::C];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Language::Rust => "rust",
+            Language::Python => "python",
+            Language::Js => "js",
+            Language::C => "c",
+        }
+    }
+
+    /// The component of the example `name` (transform, flaky, business,
+    /// runaway, mapper) in this language, building the language's examples
+    /// first (once per test run). `None` when they cannot be built outside
+    /// CI (the reason is printed); under `CI=true` that is a failure.
+    pub fn guest(self, name: &str) -> Option<PathBuf> {
+        use std::sync::OnceLock;
+        static BUILT: [OnceLock<Result<PathBuf, String>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        let slot = match self {
+            Language::Rust => return Some(guest(if name == "runaway" { "spin" } else { name })),
+            Language::Python => &BUILT[0],
+            Language::Js => &BUILT[1],
+            Language::C => &BUILT[2],
+        };
+        match slot.get_or_init(|| build_guests(self)) {
+            Ok(dir) => Some(dir.join(format!("{name}.wasm"))),
+            Err(reason) => {
+                assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {reason}");
+                eprintln!("{} guest tests skipped: {reason}", self.name());
+                None
+            }
+        }
+    }
+}
+
+fn build_guests(language: Language) -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let output = std::process::Command::new(root.join("scripts/build-guests"))
+        .arg(language.name())
+        .env("HUSK", env!("CARGO_BIN_EXE_husk"))
+        .output()
+        .map_err(|e| format!("cannot run scripts/build-guests: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`scripts/build-guests {}` failed:\n{}{}",
+            language.name(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(root.join("target/guests").join(language.name()))
 }

@@ -6,6 +6,7 @@
 //! `--json` for scripts).
 
 mod remote;
+mod sdk;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -78,6 +79,24 @@ enum Command {
     Rollback(RollbackArgs),
     /// Print terminal outcomes after a cursor (long-polls for new ones).
     Outcomes(OutcomesArgs),
+    /// Create a working operation project (Rust, Python, JavaScript or C)
+    /// from a template: `./build.sh`, then `husk run <name>.wasm`.
+    New(NewArgs),
+    /// Guest SDK tooling: the WIT contract, C bindings, and wrapping a core
+    /// module into a component.
+    Sdk(sdk::SdkArgs),
+}
+
+#[derive(Debug, Args)]
+struct NewArgs {
+    /// The project's name: lowercase letters, digits and `-`.
+    name: String,
+    /// The language.
+    #[arg(long, value_enum, default_value = "rust")]
+    lang: crate::scaffold::Lang,
+    /// Where to create it (default: ./<name>).
+    #[arg(long)]
+    dir: Option<PathBuf>,
 }
 
 /// How to reach a running `husk serve`.
@@ -349,6 +368,20 @@ impl Cli {
             Command::Plugins(args) => remote::plugins(&args),
             Command::Rollback(args) => remote::rollback(&args),
             Command::Outcomes(args) => remote::outcomes(&args),
+            Command::Sdk(args) => sdk::run(args),
+            Command::New(args) => {
+                let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));
+                crate::scaffold::create(&args.name, args.lang, &dir)?;
+                let lang = clap::ValueEnum::to_possible_value(&args.lang).map(|v| v.get_name().to_owned());
+                println!(
+                    "created {} ({}) in {}; build it with {}/build.sh",
+                    args.name,
+                    lang.unwrap_or_default(),
+                    dir.display(),
+                    dir.display()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
             Command::Serve(args) => {
                 let options = crate::serve::ServeOptions {
                     config: args.config,
@@ -418,6 +451,7 @@ fn report(execution: &Execution, plugin: &Plugin) -> (serde_json::Value, u8) {
         "log": execution.log,
         "plugin": plugin.digest(),
         "code_source": plugin.code_source(),
+        "imports": plugin.imports(),
     });
     (report, code)
 }

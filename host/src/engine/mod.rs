@@ -233,17 +233,24 @@ fn increment(engine: &wasmtime::Engine, epoch: &AtomicU64) {
     engine.increment_epoch();
 }
 
+/// Core instances (and tables) the pool reserves per component instance, on
+/// average. Instantiated core modules per component: Rust and C examples
+/// 2–3, JavaScript (componentize-js 0.23) 3, Python (componentize-py 0.25)
+/// 14, and wasmtime counts a few more at run time (a Python job failed in a
+/// store limited to 16). One component may have up to 64.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 24;
+
 fn wasmtime_config(config: &EngineConfig) -> wasmtime::Config {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(config.max_instances)
-        .total_core_instances(config.max_instances.saturating_mul(4))
+        .total_core_instances(config.max_instances.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
         .total_memories(config.max_instances.saturating_mul(2))
-        .total_tables(config.max_instances.saturating_mul(4))
+        .total_tables(config.max_instances.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
         .total_stacks(0)
         .max_memory_size(config.max_memory as usize)
-        .max_core_instances_per_component(16)
+        .max_core_instances_per_component(64)
         .max_memories_per_component(4)
-        .max_tables_per_component(16)
+        .max_tables_per_component(64)
         // Return guest memory to the kernel in batches of 64 slots, and
         // reset the low pages of each memory with memset instead of madvise:
         // a job that touches only those pages then takes no page faults.

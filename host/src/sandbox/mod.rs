@@ -6,7 +6,11 @@
 //! preopened directories, no network, no environment and no arguments; and a
 //! log (the `log` import, stdout and stderr) capped in bytes. The store is
 //! dropped when the job ends, however it ends.
+//!
+//! A plugin is linked to only the interfaces its component imports (see
+//! [`imports`]); a component importing anything else is refused at load.
 
+pub mod imports;
 mod kill;
 mod logs;
 mod state;
@@ -15,7 +19,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::Linker;
 use wasmtime::{Store, UpdateDeadline};
 
 use kill::{CancelRequested, DeadlinePassed, Failure, FailureContext, classify_error};
@@ -39,7 +42,9 @@ use crate::plugin::{Plugin, World};
 /// - `max_output`: 1 MiB of output (or fault code plus body);
 /// - `log_cap`: 64 KiB of log (the `log` import, stdout and stderr together);
 /// - `table_elements`: 20,000 elements per table;
-/// - `instances`: 16 core instances, tables and memories per store.
+/// - `instances`: 64 core instances, tables and memories per store (a
+///   Python component built by componentize-py instantiates 14 core
+///   modules, and needed more than 16 at run time).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Wall time after which the job is killed (`husk.timeout`).
@@ -67,7 +72,7 @@ impl Default for Limits {
             max_output: 1 << 20,
             log_cap: 64 << 10,
             table_elements: 20_000,
-            instances: 16,
+            instances: 64,
         }
     }
 }
@@ -191,12 +196,11 @@ pub enum SandboxError {
     FuelDisabled,
 }
 
-/// Runs guests: an [`Engine`] and the linker of everything a guest may
-/// import (WASI, deny-by-default, and husk's `log`). Cheap to clone.
+/// Runs guests on an [`Engine`]. Each plugin carries its own linker, of only
+/// the interfaces it imports (see [`imports`]). Cheap to clone.
 #[derive(Clone)]
 pub struct Sandbox {
     engine: Engine,
-    linker: Arc<Linker<JobState>>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -212,20 +216,13 @@ impl Sandbox {
     ///
     /// When the host functions cannot be linked (a bug, not an input error).
     pub fn new(engine: Engine) -> wasmtime::Result<Self> {
-        let mut linker = Linker::new(engine.wasmtime());
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        operation::husk::worker::log::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
-        operation::husk::worker::types::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
-        Ok(Self { engine, linker: Arc::new(linker) })
+        imports::link_all(engine.wasmtime())?;
+        Ok(Self { engine })
     }
 
     /// The engine jobs run on.
     pub fn engine(&self) -> &Engine {
         &self.engine
-    }
-
-    pub(crate) fn linker(&self) -> &Linker<JobState> {
-        &self.linker
     }
 
     /// Runs `job` on the operation `plugin` with `limits`.

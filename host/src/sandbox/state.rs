@@ -1,5 +1,19 @@
 //! What one job's `Store` holds: its WASI context (deny-by-default), its
 //! log, and the resource limiter that enforces its memory cap.
+//!
+//! The WASI context denies every capability a guest could reach through the
+//! WASI interfaces it imports (see `imports`, which links only those):
+//!
+//! - no preopened directories: `wasi:filesystem/preopens` lists none, so no
+//!   file can be opened;
+//! - no environment variables, no arguments, no initial working directory;
+//! - stdin closed (reads end at once); stdout and stderr go to the job's log,
+//!   under its cap;
+//! - no network: TCP, UDP and name lookup are all disallowed, and no socket
+//!   address is permitted (the default address check refuses every one);
+//! - clocks and random numbers are the host's, which only reveal the time.
+//!
+//! Granting any of these is a deliberate change here, not a default.
 
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
@@ -25,15 +39,29 @@ impl JobState {
     pub(crate) fn new(log: JobLog, limiter: JobLimiter) -> Self {
         Self { wasi: None, table: ResourceTable::new(), log, limiter }
     }
+
+    /// The job's resource table, without building its WASI context (the
+    /// `wasi:io` interfaces need only the table).
+    pub(crate) fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
 }
 
 impl WasiView for JobState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        // No preopened directories, no environment, no arguments, stdin
-        // closed, no network (sockets are denied by default); stdout and
+        // Deny-by-default (see the module docs): no preopened directories,
+        // no environment, no arguments, stdin closed, no network; stdout and
         // stderr go to the job's log.
         let log = &self.log;
-        let ctx = self.wasi.get_or_insert_with(|| WasiCtx::builder().stdout(log.stdout()).stderr(log.stderr()).build());
+        let ctx = self.wasi.get_or_insert_with(|| {
+            WasiCtx::builder()
+                .stdout(log.stdout())
+                .stderr(log.stderr())
+                .allow_tcp(false)
+                .allow_udp(false)
+                .allow_ip_name_lookup(false)
+                .build()
+        });
         WasiCtxView { ctx, table: &mut self.table }
     }
 }

@@ -1,0 +1,63 @@
+//! `husk sdk`: the guest SDK tooling for languages without a component
+//! toolchain of their own (see [`crate::sdk`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use crate::sdk;
+
+/// `husk sdk` and its subcommands.
+#[derive(Debug, Args)]
+pub(super) struct SdkArgs {
+    #[command(subcommand)]
+    command: SdkCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SdkCommand {
+    /// Write husk's WIT contract (`worker.wit`) into a directory, for
+    /// componentize-py (`-d DIR`) or componentize-js (`--wit DIR`).
+    Wit {
+        /// The directory (created if missing).
+        dir: PathBuf,
+    },
+    /// Generate C bindings of a world: `<world>.h`, `<world>.c` and
+    /// `<world>_component_type.o`, as `wit-bindgen c` would.
+    CBindings {
+        /// The world: operation, error-mapper or plugin.
+        #[arg(long, default_value = "operation")]
+        world: String,
+        /// The directory to write into (created if missing).
+        #[arg(long, short)]
+        out: PathBuf,
+    },
+    /// Make a component of a core module built with the C bindings, as
+    /// `wasm-tools component new` would.
+    Wrap {
+        /// The core module (linked by clang/wasm-ld).
+        module: PathBuf,
+        /// The component to write.
+        #[arg(long, short)]
+        output: PathBuf,
+    },
+}
+
+pub(super) fn run(args: SdkArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        SdkCommand::Wit { dir } => {
+            sdk::write_wit(&dir)?;
+        }
+        SdkCommand::CBindings { world, out } => {
+            sdk::c_bindings(&world, &out)?;
+        }
+        SdkCommand::Wrap { module, output } => {
+            let core = std::fs::read(&module).with_context(|| format!("cannot read {}", module.display()))?;
+            let component = sdk::wrap(&core, &module.display().to_string())?;
+            std::fs::write(&output, component).with_context(|| format!("cannot write {}", output.display()))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,255 @@
+//! Guest conformance: the same operations written in Rust, Python,
+//! JavaScript and C are held to the same outcomes through the real
+//! dispatcher (pools, sandbox, the language's own error mapper, retries),
+//! and every language's mapper classifies the same faults the same way.
+//!
+//! The Python, JavaScript and C guests are built by `scripts/build-guests`
+//! (installing a missing toolchain); see `Language::guest`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use husk_host::bindings::{BusinessError, Classification};
+use husk_host::engine::{Engine, EngineConfig};
+use husk_host::fault::Fault;
+use husk_host::outcome::Outcome;
+use husk_host::plugin::{Plugin, World};
+use husk_host::retry::RetryPolicySpec;
+use husk_host::sandbox::{Limits, RunEnding, Sandbox};
+use husk_host::{Host, MapperSpec, PluginSource, Topic};
+use serde_json::{Value, json};
+
+use crate::support::{Language, job, test_config};
+use crate::support_sink::WaitingSink;
+
+const PATIENCE: Duration = Duration::from_secs(120);
+const MAX_ATTEMPTS: u32 = 4;
+const RUNAWAY_ATTEMPTS: u32 = 2;
+
+/// An engine config sharing one compile cache across the tests: the
+/// Python and JavaScript components take seconds to compile.
+fn cached_config() -> EngineConfig {
+    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/guests/compile-cache");
+    EngineConfig { cache_dir: Some(cache), ..test_config() }
+}
+
+/// What a job must end as.
+#[derive(Debug)]
+enum Expect {
+    Completed { output: Value, attempts: u32 },
+    BusinessError(&'static str),
+    BusinessStatus(&'static str),
+    Failed { code: &'static str, attempts: u32 },
+}
+
+/// The table every language's guests are held to: (operation, input,
+/// expected outcome).
+fn table() -> Vec<(&'static str, Value, Expect)> {
+    vec![
+        (
+            "transform",
+            json!({ "name": "Ada", "amount": 12.5 }),
+            Expect::Completed { output: json!({ "greeting": "hello, Ada", "amount_cents": 1250 }), attempts: 1 },
+        ),
+        (
+            "transform",
+            json!({ "name": "Bob", "amount": -0.125 }),
+            Expect::Completed { output: json!({ "greeting": "hello, Bob", "amount_cents": -13 }), attempts: 1 },
+        ),
+        (
+            "transform",
+            json!({ "name": "Cy" }),
+            Expect::Completed { output: json!({ "greeting": "hello, Cy", "amount_cents": 0 }), attempts: 1 },
+        ),
+        // No `name`: a technical fault to the mapper, retried, then failed.
+        ("transform", json!({ "nom": "Ada" }), Expect::Failed { code: "invalid-input", attempts: MAX_ATTEMPTS }),
+        (
+            "flaky",
+            json!({ "succeed_on_attempt": 1 }),
+            Expect::Completed { output: json!({ "attempt": 1 }), attempts: 1 },
+        ),
+        (
+            "flaky",
+            json!({ "succeed_on_attempt": 3 }),
+            Expect::Completed { output: json!({ "attempt": 3 }), attempts: 3 },
+        ),
+        (
+            "flaky",
+            json!({ "succeed_on_attempt": 9 }),
+            Expect::Failed { code: "flaky.unavailable", attempts: MAX_ATTEMPTS },
+        ),
+        (
+            "business",
+            json!({ "account": "acme", "amount": 120, "balance": 100 }),
+            Expect::BusinessError("insufficient-funds"),
+        ),
+        ("business", json!({ "account": "frozen", "amount": 1, "balance": 100 }), Expect::BusinessStatus("frozen")),
+        (
+            "business",
+            json!({ "account": "acme", "amount": 30, "balance": 100 }),
+            Expect::Completed { output: json!({ "charged": 30, "balance": 70 }), attempts: 1 },
+        ),
+        ("runaway", json!({}), Expect::Failed { code: "husk.timeout", attempts: RUNAWAY_ATTEMPTS }),
+    ]
+}
+
+fn check(language: Language, expect: &Expect, outcome: &Outcome, attempts: u32, history: &str) {
+    let context =
+        format!("{}: expected {expect:?}, got {outcome:?} after {attempts} attempts ({history})", language.name());
+    match (expect, outcome) {
+        (Expect::Completed { output: want, attempts: n }, Outcome::Completed { output }) => {
+            let got: Value = serde_json::from_slice(output).unwrap_or_else(|e| panic!("{context}: not JSON: {e}"));
+            assert_eq!((&got, attempts), (want, *n), "{context}");
+        }
+        (Expect::BusinessError(code), Outcome::BusinessError { code: got, message }) => {
+            assert_eq!((got.as_str(), message.as_str()), (*code, "the payment was declined"), "{context}");
+            assert_eq!(attempts, 1, "{context}");
+        }
+        (Expect::BusinessStatus(value), Outcome::BusinessStatus { value: got }) => {
+            assert_eq!((got.as_str(), attempts), (*value, 1), "{context}");
+        }
+        (Expect::Failed { code, attempts: n }, Outcome::Failed { last_fault, attempts: got, diagnostic, .. }) => {
+            assert_eq!((last_fault.code.as_str(), *got), (*code, *n), "{context}");
+            assert_eq!(diagnostic, &format!("technical fault {code}"), "{context}: the language's mapper said why");
+        }
+        _ => panic!("{context}"),
+    }
+}
+
+/// Runs the table through a host whose four topics run `language`'s
+/// guests, each classified by `language`'s mapper.
+fn conformance(language: Language) {
+    let Some(mapper) = language.guest("mapper") else { return };
+    let source = |name: &str| PluginSource::Path(language.guest(name).expect("built with the mapper"));
+    let retry = RetryPolicySpec::Fixed { max_attempts: MAX_ATTEMPTS, delay: Duration::from_millis(5) };
+    let topic = |name: &str| {
+        Topic::wasm(name, source(name))
+            .with_workers(1)
+            .with_mapper(MapperSpec::Plugin(PluginSource::Path(mapper.clone())))
+            // The default 100 ms is ample for every language's mapper on an
+            // idle machine (see the languages bench), not always under a
+            // loaded test run; a mapper past it costs the job an attempt.
+            .with_mapper_deadline(Duration::from_secs(10))
+    };
+    let sink = Arc::new(WaitingSink::default());
+    let host = Host::builder()
+        .engine(cached_config())
+        .sink(sink.clone())
+        .default_retry(retry)
+        .topic(topic("transform"))
+        .topic(topic("flaky"))
+        .topic(topic("business"))
+        .topic(
+            topic("runaway")
+                .with_limits(Limits { deadline: Duration::from_millis(200), ..Limits::default() })
+                .with_retry(RetryPolicySpec::Fixed { max_attempts: RUNAWAY_ATTEMPTS, delay: Duration::from_millis(5) }),
+        )
+        .build()
+        .unwrap_or_else(|e| panic!("{}: {e}", language.name()));
+    let table = table();
+    let mut expected = HashMap::new();
+    for (i, (operation, input, _)) in table.iter().enumerate() {
+        expected.insert(host.enqueue(operation, input.to_string()).unwrap(), i);
+    }
+    let outcomes = sink.wait_for(table.len(), PATIENCE);
+    host.shutdown();
+    assert_eq!(outcomes.len(), table.len(), "{}: one outcome per job", language.name());
+    for outcome in &outcomes {
+        let (operation, _, expect) = &table[expected[&outcome.job_id]];
+        assert_eq!(&outcome.topic, operation);
+        let record = host.dispatcher().store().get(outcome.job_id).unwrap().unwrap();
+        let history: Vec<_> = record.attempts.iter().map(|a| a.fault.as_ref().map(|f| f.code.clone())).collect();
+        check(language, expect, &outcome.outcome, outcome.attempts, &format!("faults by attempt: {history:?}"));
+    }
+}
+
+#[test]
+fn rust_guests_meet_the_conformance_table() {
+    conformance(Language::Rust);
+}
+
+#[test]
+fn python_guests_meet_the_conformance_table() {
+    conformance(Language::Python);
+}
+
+#[test]
+fn js_guests_meet_the_conformance_table() {
+    conformance(Language::Js);
+}
+
+#[test]
+fn c_guests_meet_the_conformance_table() {
+    conformance(Language::C);
+}
+
+/// Faults and the classification every language's mapper must give them.
+fn mapper_table() -> Vec<(Fault, Classification)> {
+    let declined = |code: &str| {
+        Classification::BusinessError(BusinessError { code: code.into(), message: "the payment was declined".into() })
+    };
+    vec![
+        (Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" })), declined("insufficient-funds")),
+        (Fault::json("payment.declined", &json!({ "amount": 3 })), declined("declined")),
+        (Fault::new("payment.declined", "not json"), declined("declined")),
+        (
+            Fault::json("account.frozen", &json!({ "status": "frozen" })),
+            Classification::BusinessStatus("frozen".into()),
+        ),
+        (
+            Fault::json("anything", &json!({ "status": "on-hold", "n": [1, {"status": "x"}] })),
+            Classification::BusinessStatus("on-hold".into()),
+        ),
+        (
+            Fault::json("anything", &json!({ "status": 7 })),
+            Classification::Technical("technical fault anything".into()),
+        ),
+        (
+            Fault::new("validation.missing-field", ""),
+            Classification::TechnicalNonRetryable("invalid request: validation.missing-field".into()),
+        ),
+        (
+            Fault::json("husk.timeout", &json!({ "deadline_ms": 10 })),
+            Classification::Technical("technical fault husk.timeout".into()),
+        ),
+        (Fault::new("http.503", "Service Unavailable"), Classification::Technical("technical fault http.503".into())),
+        (Fault::new("flaky.unavailable", ""), Classification::Technical("technical fault flaky.unavailable".into())),
+    ]
+}
+
+#[test]
+fn every_language_mapper_classifies_the_same_faults_the_same_way() {
+    let sandbox = Sandbox::new(Engine::new(cached_config()).unwrap()).unwrap();
+    let limits = Limits { fuel: None, ..Limits::error_mapper() };
+    let mut checked = Vec::new();
+    for language in Language::ALL {
+        let Some(path) = language.guest("mapper") else { continue };
+        let mapper = Plugin::load(&sandbox, &path, World::ErrorMapper).unwrap();
+        for (fault, want) in mapper_table() {
+            let classified = sandbox.classify(&mapper, &fault, &limits).unwrap();
+            match classified.ending {
+                RunEnding::Returned(got) => assert_eq!(got, want, "{} classifying {fault:?}", language.name()),
+                other => panic!("{} mapper did not return on {fault:?}: {other:?}", language.name()),
+            }
+        }
+        checked.push(language.name());
+    }
+    assert!(checked.contains(&"rust"), "the Rust mapper is always checked");
+}
+
+#[test]
+fn every_language_logs_through_the_log_import() {
+    let sandbox = Sandbox::new(Engine::new(cached_config()).unwrap()).unwrap();
+    for language in Language::ALL {
+        let Some(path) = language.guest("flaky") else { continue };
+        let flaky = Plugin::load(&sandbox, &path, World::Operation).unwrap();
+        let execution =
+            sandbox.execute(&flaky, &job(1, json!({ "succeed_on_attempt": 2 })), &Limits::default(), None).unwrap();
+        assert!(execution.log.bytes_written > 0, "{}: flaky logs a warning on a failed attempt", language.name());
+        let execution =
+            sandbox.execute(&flaky, &job(2, json!({ "succeed_on_attempt": 2 })), &Limits::default(), None).unwrap();
+        assert_eq!(execution.log.bytes_written, 0, "{}: and nothing when it succeeds", language.name());
+    }
+}

@@ -1,0 +1,121 @@
+//! `husk new`: each language's template builds with its own `build.sh` and
+//! its component passes `husk run` as created.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::Language;
+
+fn husk() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_husk"))
+}
+
+fn toolchains() -> PathBuf {
+    std::env::var_os("HUSK_TOOLCHAINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/husk/toolchains"))
+}
+
+/// Creates `greeter` in `language` under `parent`, builds it with its
+/// `build.sh`, and returns the component; `None` when the language's
+/// toolchain is unavailable outside CI (see `Language::guest`).
+fn create_and_build(language: Language, parent: &Path) -> Option<PathBuf> {
+    // The examples' build installs the toolchain the template needs.
+    language.guest("transform")?;
+    let dir = parent.join("greeter");
+    let created = husk().args(["new", "greeter", "--lang", language.name(), "--dir"]).arg(&dir).output().unwrap();
+    assert!(created.status.success(), "{}: husk new: {}", language.name(), String::from_utf8_lossy(&created.stderr));
+    for file in ["build.sh", "README.md", "wit/worker.wit"] {
+        assert!(dir.join(file).is_file(), "{}: {file} is missing", language.name());
+    }
+    let mut build = Command::new(dir.join("build.sh"));
+    for var in ["CARGO_TARGET_DIR", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET"] {
+        build.env_remove(var);
+    }
+    match language {
+        Language::Rust => {
+            // One target dir for every run, so wit-bindgen is compiled once.
+            let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/scaffold");
+            build.env("CARGO_TARGET_DIR", target);
+        }
+        Language::Python => {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut paths = vec![toolchains().join("python/bin")];
+            paths.extend(std::env::split_paths(&path));
+            build.env("PATH", std::env::join_paths(paths).unwrap());
+        }
+        Language::Js => {
+            build.env("COMPONENTIZE_JS", toolchains().join("js/node_modules/.bin/componentize-js"));
+        }
+        Language::C => {
+            build.env("HUSK", env!("CARGO_BIN_EXE_husk"));
+        }
+    }
+    let built = build.output().unwrap();
+    assert!(
+        built.status.success(),
+        "{}: build.sh failed:\n{}{}",
+        language.name(),
+        String::from_utf8_lossy(&built.stdout),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    Some(dir.join("greeter.wasm"))
+}
+
+fn run(component: &Path, input: &str) -> (Option<i32>, Value) {
+    let output = husk().arg("run").arg(component).args(["--input", input]).output().unwrap();
+    let json = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("husk run printed no JSON ({e}): {}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.code(), json)
+}
+
+fn scaffolded_project_builds_and_runs(language: Language) {
+    let parent = tempfile::tempdir().unwrap();
+    let Some(component) = create_and_build(language, parent.path()) else { return };
+    let (code, ran) = run(&component, r#"{"name":"Ada"}"#);
+    assert_eq!(code, Some(0), "{}: {ran}", language.name());
+    assert_eq!(ran["outcome"], "completed", "{}: {ran}", language.name());
+    assert_eq!(ran["output"]["greeting"], "hello, Ada", "{}: {ran}", language.name());
+    let (code, faulted) = run(&component, r#"{"nom":"Ada"}"#);
+    assert_eq!(code, Some(3), "{}: a guest fault exits 3: {faulted}", language.name());
+    assert_eq!(faulted["fault"]["code"], "invalid-input", "{}: {faulted}", language.name());
+}
+
+#[test]
+fn new_rust_project_builds_and_runs() {
+    scaffolded_project_builds_and_runs(Language::Rust);
+}
+
+#[test]
+fn new_python_project_builds_and_runs() {
+    scaffolded_project_builds_and_runs(Language::Python);
+}
+
+#[test]
+fn new_js_project_builds_and_runs() {
+    scaffolded_project_builds_and_runs(Language::Js);
+}
+
+#[test]
+fn new_c_project_builds_and_runs() {
+    scaffolded_project_builds_and_runs(Language::C);
+}
+
+#[test]
+fn husk_new_refuses_bad_names_existing_directories_and_unknown_languages() {
+    let parent = tempfile::tempdir().unwrap();
+    let refused = |args: &[&str]| {
+        let output = husk().arg("new").args(args).current_dir(parent.path()).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?} must be refused");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    assert!(refused(&["Bad_Name"]).contains("invalid project name `Bad_Name`"));
+    std::fs::create_dir(parent.path().join("taken")).unwrap();
+    assert!(refused(&["taken", "--lang", "python"]).contains("already exists"));
+    assert!(std::fs::read_dir(parent.path().join("taken")).unwrap().next().is_none(), "nothing written into it");
+    let output = husk().args(["new", "op", "--lang", "go"]).current_dir(parent.path()).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("invalid value 'go'"));
+}
