@@ -24,8 +24,9 @@ fn component(language: &str, name: &str) -> PathBuf {
     }
 }
 
-fn sandbox(cache: Option<&Path>) -> Sandbox {
-    let config = EngineConfig { max_instances: 16, cache_dir: cache.map(Path::to_owned), ..EngineConfig::default() };
+fn sandbox(cache: Option<&Path>, fuel: bool) -> Sandbox {
+    let config =
+        EngineConfig { max_instances: 16, cache_dir: cache.map(Path::to_owned), fuel, ..EngineConfig::default() };
     Sandbox::new(Engine::new(config).unwrap()).unwrap()
 }
 
@@ -42,25 +43,25 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 fn main() {
     let runs: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(1_000);
     println!(
-        "| language | component | first compile | cached load | instantiate + execute p50 / p99 | peak memory | classify p50 |"
+        "| language | component | first compile | cached load | instantiate + execute p50 / p99 | peak memory | classify p50 | fuel: job / classify |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for language in ["rust", "python", "js", "c"] {
         let path = component(language, "transform");
         let Ok(wasm) = std::fs::read(&path) else {
-            println!("| {language} | missing: {} (run scripts/build-guests) | | | | | |", path.display());
+            println!("| {language} | missing: {} (run scripts/build-guests) | | | | | | |", path.display());
             continue;
         };
         let name = path.display().to_string();
 
         // First compile: a fresh engine, no cache.
-        let fresh = sandbox(None);
+        let fresh = sandbox(None, false);
         let (plugin, compile) = timed(|| Plugin::from_bytes(&fresh, &wasm, World::Operation, &name).unwrap());
         drop(plugin);
 
         // Cached load: the cache is filled once, then read back.
         let cache = tempfile::tempdir().unwrap();
-        let cached = sandbox(Some(cache.path()));
+        let cached = sandbox(Some(cache.path()), false);
         Plugin::from_bytes(&cached, &wasm, World::Operation, &name).unwrap();
         let mut loads: Vec<Duration> =
             (0..5).map(|_| timed(|| Plugin::from_bytes(&cached, &wasm, World::Operation, &name).unwrap()).1).collect();
@@ -94,8 +95,23 @@ fn main() {
             .collect();
         classify.sort();
 
+        // Fuel: what one job and one classification cost, against the
+        // budgets a topic (and `Limits::error_mapper`'s 10 million) set.
+        let metered = sandbox(Some(cache.path()), true);
+        let plugin = Plugin::from_bytes(&metered, &wasm, World::Operation, &name).unwrap();
+        let mapper = Plugin::from_bytes(&metered, &mapper_wasm, World::ErrorMapper, "mapper").unwrap();
+        let unlimited = Limits { fuel: Some(u64::MAX / 2), ..Limits::default() };
+        let job = Job {
+            id: "fuel".into(),
+            topic: "bench".into(),
+            attempt: 1,
+            input: br#"{"name":"bench","amount":12.5}"#.to_vec(),
+        };
+        let job_fuel = metered.execute(&plugin, &job, &unlimited, None).unwrap().fuel_consumed.unwrap_or(0);
+        let classify_fuel = metered.classify(&mapper, &fault, &unlimited).unwrap().fuel_consumed.unwrap_or(0);
+
         println!(
-            "| {language} | {:.2} MB | {:.0} ms | {:.1} ms | {:.3} / {:.3} ms | {:.1} MB | {:.3} ms |",
+            "| {language} | {:.2} MB | {:.0} ms | {:.1} ms | {:.3} / {:.3} ms | {:.1} MB | {:.3} ms | {job_fuel} / {classify_fuel} |",
             wasm.len() as f64 / 1e6,
             compile.as_secs_f64() * 1e3,
             percentile(&loads, 0.5),
