@@ -364,6 +364,7 @@ fn a_topic_above_its_tenants_ceiling_is_refused_at_start() {
         ("memory = \"128MiB\"", "topics.a-quote.memory"),
         ("deadline = \"1m\"", "topics.a-quote.deadline"),
         ("fuel = 10", "topics.a-quote.fuel"),
+        ("mapper_deadline = \"31s\"", "topics.a-quote.mapper_deadline"),
     ];
     for (line, key) in cases {
         let text = config()

@@ -21,7 +21,7 @@ use husk_host::sandbox::{Limits, RunEnding, Sandbox};
 use husk_host::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::{Value, json};
 
-use crate::support::{Language, job, test_config};
+use crate::support::{GuestLogs, Language, job, test_config};
 use crate::support_sink::WaitingSink;
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -63,6 +63,14 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             json!({ "name": "Cy" }),
             Expect::Completed { output: json!({ "greeting": "hello, Cy", "amount_cents": 0 }), attempts: 1 },
         ),
+        (
+            "transform",
+            json!({ "amount": 0, "name": "Aé \"q\" \\ 😀\n\u{1}" }),
+            Expect::Completed {
+                output: json!({ "greeting": "hello, Aé \"q\" \\ 😀\n\u{1}", "amount_cents": 0 }),
+                attempts: 1,
+            },
+        ),
         // No `name`: a technical fault to the mapper, retried, then failed.
         ("transform", json!({ "nom": "Ada" }), Expect::Failed { code: "invalid-input", attempts: MAX_ATTEMPTS }),
         (
@@ -80,6 +88,13 @@ fn table() -> Vec<(&'static str, Value, Expect)> {
             json!({ "succeed_on_attempt": 9 }),
             Expect::Failed { code: "flaky.unavailable", attempts: MAX_ATTEMPTS },
         ),
+        // No attempt number, or not a whole one: bad input, the same fault in every language.
+        (
+            "flaky",
+            json!({ "succeed_on_attempt": "3" }),
+            Expect::Failed { code: "invalid-input", attempts: MAX_ATTEMPTS },
+        ),
+        ("flaky", json!({}), Expect::Failed { code: "invalid-input", attempts: MAX_ATTEMPTS }),
         (
             "business",
             json!({ "account": "acme", "amount": 120, "balance": 100 }),
@@ -245,11 +260,18 @@ fn every_language_logs_through_the_log_import() {
     for language in Language::ALL {
         let Some(path) = language.guest("flaky") else { continue };
         let flaky = Plugin::load(&sandbox, &path, World::Operation).unwrap();
-        let execution =
-            sandbox.execute(&flaky, &job(1, json!({ "succeed_on_attempt": 2 })), &Limits::default(), None).unwrap();
-        assert!(execution.log.bytes_written > 0, "{}: flaky logs a warning on a failed attempt", language.name());
-        let execution =
-            sandbox.execute(&flaky, &job(2, json!({ "succeed_on_attempt": 2 })), &Limits::default(), None).unwrap();
-        assert_eq!(execution.log.bytes_written, 0, "{}: and nothing when it succeeds", language.name());
+        let input = json!({ "succeed_on_attempt": 2 });
+        let logs = GuestLogs::default();
+        let failed =
+            logs.capture(|| sandbox.execute(&flaky, &job(1, input.clone()), &Limits::default(), None).unwrap());
+        assert!(failed.log.bytes_written > 0, "{}: flaky logs a warning on a failed attempt", language.name());
+        let messages = logs.messages();
+        assert!(
+            messages.iter().any(|m| m.contains("attempt 1 of job job-1: dependency unavailable")),
+            "{}: the warning arrives through husk:worker/log: {messages:?}",
+            language.name()
+        );
+        let succeeded = sandbox.execute(&flaky, &job(2, input), &Limits::default(), None).unwrap();
+        assert_eq!(succeeded.log.bytes_written, 0, "{}: and nothing when it succeeds", language.name());
     }
 }

@@ -74,7 +74,8 @@ fn run(component: &Path, input: &str) -> (Option<i32>, Value) {
 fn scaffolded_project_builds_and_runs(language: Language) {
     let parent = tempfile::tempdir().unwrap();
     let Some(component) = create_and_build(language, parent.path()) else { return };
-    let (code, ran) = run(&component, r#"{"name":"Ada"}"#);
+    // "name" also as a value, before the field: a reader must find the field.
+    let (code, ran) = run(&component, r#"{"title": "name", "name": "Ada"}"#);
     assert_eq!(code, Some(0), "{}: {ran}", language.name());
     assert_eq!(ran["outcome"], "completed", "{}: {ran}", language.name());
     assert_eq!(ran["output"]["greeting"], "hello, Ada", "{}: {ran}", language.name());

@@ -17,6 +17,7 @@ static inline void buf_bytes(buf_t *b, const void *bytes, size_t n) {
   if (b->len + n > b->cap) {
     b->cap = (b->len + n) * 2 + 16;
     b->ptr = realloc(b->ptr, b->cap);
+    if (b->ptr == NULL) __builtin_trap();
   }
   memcpy(b->ptr + b->len, bytes, n);
   b->len += n;
@@ -24,10 +25,17 @@ static inline void buf_bytes(buf_t *b, const void *bytes, size_t n) {
 
 static inline void buf_str(buf_t *b, const char *s) { buf_bytes(b, s, strlen(s)); }
 
-/* Appends `s` as the inside of a JSON string (quotes and backslashes escaped). */
+/* Appends `s` as the inside of a JSON string: quotes, backslashes and
+ * control characters escaped. */
 static inline void buf_escaped(buf_t *b, const char *s) {
   for (; *s; s++) {
-    if (*s == '"' || *s == '\\') buf_bytes(b, "\\", 1);
+    unsigned char c = (unsigned char)*s;
+    if (c < 0x20) {
+      char u[7] = {'\\', 'u', '0', '0', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15], 0};
+      buf_bytes(b, u, 6);
+      continue;
+    }
+    if (c == '"' || c == '\\') buf_bytes(b, "\\", 1);
     buf_bytes(b, s, 1);
   }
 }

@@ -8,10 +8,16 @@
 #include "operation.h"
 
 bool exports_operation_execute(operation_job_t *job, operation_list_u8_t *ret, operation_fault_t *err) {
-  double succeed_on = 1;
-  json_number((const char *)job->input.ptr, job->input.len, "succeed_on_attempt", &succeed_on);
+  double succeed_on = 0;
+  bool valid = json_number((const char *)job->input.ptr, job->input.len, "succeed_on_attempt", &succeed_on) &&
+               succeed_on >= 0 && succeed_on <= 4294967295.0 && succeed_on == (double)(uint32_t)succeed_on;
   uint32_t attempt = job->attempt;
   buf_t out = {0};
+  if (!valid) {
+    operation_job_free(job);
+    buf_str(&out, "{\"error\":\"succeed_on_attempt must be a whole number\"}");
+    return fault(err, "invalid-input", out);
+  }
   if (attempt < (uint32_t)succeed_on) {
     buf_str(&out, "attempt ");
     buf_int(&out, attempt);

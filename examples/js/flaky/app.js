@@ -8,7 +8,16 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 export function execute(job) {
-  const succeedOn = Number(JSON.parse(decoder.decode(job.input)).succeed_on_attempt);
+  let succeedOn;
+  try {
+    succeedOn = JSON.parse(decoder.decode(job.input))?.succeed_on_attempt;
+  } catch {
+    succeedOn = undefined;
+  }
+  if (!Number.isInteger(succeedOn) || succeedOn < 0) {
+    const body = { error: "succeed_on_attempt must be a whole number" };
+    throw { payload: { code: "invalid-input", body: encoder.encode(JSON.stringify(body)) } };
+  }
   if (job.attempt < succeedOn) {
     log("warn", `attempt ${job.attempt} of job ${job.id}: dependency unavailable`);
     const body = { attempt: job.attempt, succeed_on_attempt: succeedOn };

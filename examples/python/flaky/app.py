@@ -13,7 +13,12 @@ from wit_world.imports.types import Fault, Job
 
 class WitWorld(wit_world.WitWorld):
     def execute(self, job: Job) -> bytes:
-        succeed_on = int(json.loads(job.input)["succeed_on_attempt"])
+        try:
+            succeed_on = json.loads(job.input)["succeed_on_attempt"]
+            if not isinstance(succeed_on, int) or isinstance(succeed_on, bool) or succeed_on < 0:
+                raise ValueError("succeed_on_attempt must be a whole number")
+        except (ValueError, KeyError, TypeError) as error:
+            raise Err(Fault("invalid-input", json.dumps({"error": str(error)}).encode()))
         if job.attempt < succeed_on:
             log(Level.WARN, f"attempt {job.attempt} of job {job.id}: dependency unavailable")
             body = {"attempt": job.attempt, "succeed_on_attempt": succeed_on}

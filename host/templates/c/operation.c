@@ -9,21 +9,26 @@
 
 static void append(operation_list_u8_t *out, const void *bytes, size_t n) {
   out->ptr = realloc(out->ptr, out->len + n);
+  if (out->ptr == NULL) __builtin_trap();
   memcpy(out->ptr + out->len, bytes, n);
   out->len += n;
 }
 
-/* The string value of "name" in a flat JSON object (no escapes), or NULL. */
+/* The string value of the field "name" in a flat JSON object, without
+ * escapes (a name with a backslash is refused), or NULL. */
 static const char *find_name(const char *json, size_t len, size_t *name_len) {
   const char *key = "\"name\"";
   for (size_t i = 0; i + 6 <= len; i++) {
     if (memcmp(json + i, key, 6) != 0) continue;
     size_t j = i + 6;
-    while (j < len && (json[j] == ' ' || json[j] == ':')) j++;
+    while (j < len && json[j] == ' ') j++;
+    if (j >= len || json[j] != ':') continue; /* "name" was a value, not a key */
+    j++;
+    while (j < len && json[j] == ' ') j++;
     if (j >= len || json[j] != '"') return NULL;
     const char *start = json + j + 1;
     const char *end = memchr(start, '"', len - (size_t)(start - json));
-    if (end == NULL) return NULL;
+    if (end == NULL || memchr(start, '\\', (size_t)(end - start)) != NULL) return NULL;
     *name_len = (size_t)(end - start);
     return start;
   }
