@@ -100,6 +100,12 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
         .block_on(tokio::net::TcpListener::bind(&listen))
         .with_context(|| format!("cannot listen on {listen}"))?;
     let address = listener.local_addr().context("reading the listen address")?;
+    // Before any worker starts: a SIGTERM that arrived between the first
+    // claim and the handler would kill the process with jobs still locked.
+    let signals = {
+        let _runtime = runtime.enter();
+        Signals::install()?
+    };
     let store = config.open_store(base)?;
     let metrics = Arc::new(Metrics::new());
     let feed = Arc::new(OutcomeFeed::new());
@@ -136,7 +142,7 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
     let signal = runtime.block_on(async {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let server = axum::serve(listener, crate::api::router(api)).with_graceful_shutdown(async move {
-            let signal = shutdown_signal().await;
+            let signal = signals.next().await;
             let _ = tx.send(signal);
         });
         server.await.context("serving the API")?;
@@ -161,16 +167,29 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits for SIGINT (Ctrl-C) or SIGTERM; returns its name.
-async fn shutdown_signal() -> anyhow::Result<&'static str> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => {
-            result.context("installing the SIGINT handler")?;
-            Ok("SIGINT")
+/// The handlers of SIGINT (Ctrl-C) and SIGTERM, installed when made (not
+/// when first awaited).
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs both handlers; must run inside the runtime.
+    fn install() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+            terminate: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+        })
+    }
+
+    /// Waits for either signal; returns its name.
+    async fn next(mut self) -> anyhow::Result<&'static str> {
+        tokio::select! {
+            _ = self.interrupt.recv() => Ok("SIGINT"),
+            _ = self.terminate.recv() => Ok("SIGTERM"),
         }
-        _ = term.recv() => Ok("SIGTERM"),
     }
 }
 
