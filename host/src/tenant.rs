@@ -1,9 +1,8 @@
 //! Tenants: who may call the API (tokens, kept only as SHA-256 hashes) and
 //! the quotas that bound what a tenant's topics may take from the host.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::SystemTime;
 
 use crate::dispatch::Snapshot;
 use crate::store::Depth;
@@ -115,17 +114,23 @@ fn live_in<'a>(depths: impl IntoIterator<Item = (&'a String, &'a Depth)>, topics
 /// store costs a scan of them (tens of milliseconds with a backlog of
 /// 100,000 on PostgreSQL), too slow for every enqueue. So the check
 /// estimates from the last published snapshot (at most a second old) plus
-/// the jobs this process enqueued since — an over-estimate, as jobs that
-/// ended since are still counted — and counts exactly only when the estimate
-/// comes within a tenth of the limit. Jobs other processes enqueued since
-/// the snapshot are not in the estimate; near the limit the exact count
-/// sees them.
+/// the jobs this process enqueued that the snapshot may not count — an
+/// over-estimate, as jobs that ended since are still counted — and counts
+/// exactly only when the estimate comes within a tenth of the limit. Jobs
+/// other processes enqueued since the snapshot are not in the estimate; near
+/// the limit the exact count sees them.
+///
+/// Which enqueues a snapshot counts is decided by the dispatcher's enqueue
+/// count ([`Dispatcher::enqueued`](crate::dispatch::Dispatcher::enqueued)),
+/// not by when the snapshot was published: a snapshot reads that count before
+/// it reads the depths, so a job whose count it read is in its depths, while
+/// a job stored during the depth read may be missing from a snapshot
+/// published after it.
 #[derive(Debug, Default)]
 pub struct QueueCheck {
-    /// The snapshot the estimate starts from.
-    snapshot_at: Option<SystemTime>,
-    /// Jobs enqueued here since that snapshot.
-    added: u64,
+    /// For each job enqueued here that the last snapshot may not count, the
+    /// dispatcher's enqueue count once it was stored.
+    uncounted: VecDeque<u64>,
 }
 
 impl QueueCheck {
@@ -143,17 +148,17 @@ impl QueueCheck {
         max: u64,
         exact: impl FnOnce() -> Result<Vec<(String, Depth)>, E>,
     ) -> Result<u64, E> {
-        if self.snapshot_at != Some(snapshot.taken_at) {
-            self.snapshot_at = Some(snapshot.taken_at);
-            self.added = 0;
+        while self.uncounted.front().is_some_and(|&mark| mark <= snapshot.totals.enqueued) {
+            self.uncounted.pop_front();
         }
-        let estimate = live_in(&snapshot.depths, topics) + self.added;
+        let estimate = live_in(&snapshot.depths, topics) + self.uncounted.len() as u64;
         if estimate < max - max / 10 { Ok(estimate) } else { Ok(live_in(exact()?.iter().map(|(t, d)| (t, d)), topics)) }
     }
 
-    /// Counts `n` jobs enqueued after the check.
-    pub fn added(&mut self, n: u64) {
-        self.added += n;
+    /// Counts a job enqueued after the check; `mark` is the dispatcher's
+    /// enqueue count read after the job was stored.
+    pub fn added(&mut self, mark: u64) {
+        self.uncounted.push_back(mark);
     }
 }
 
@@ -162,13 +167,15 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::{ConcurrencyGate, QueueCheck};
-    use crate::dispatch::Snapshot;
+    use crate::dispatch::{Snapshot, Totals};
     use crate::store::Depth;
 
-    fn snapshot(at_secs: u64, queued: u64) -> Snapshot {
+    /// A snapshot that read the enqueue count `enqueued`, then `queued`
+    /// live jobs of topic `t`.
+    fn snapshot(enqueued: u64, queued: u64) -> Snapshot {
         Snapshot {
-            taken_at: SystemTime::UNIX_EPOCH + Duration::from_secs(at_secs),
-            totals: Default::default(),
+            taken_at: SystemTime::UNIX_EPOCH + Duration::from_secs(enqueued),
+            totals: Totals { enqueued, ..Totals::default() },
             depths: [
                 ("t".to_owned(), Depth { queued, ..Depth::default() }),
                 ("other".to_owned(), Depth { queued: 500, ..Depth::default() }),
@@ -193,11 +200,11 @@ mod tests {
         let topics = ["t".to_owned()];
         let mut check = QueueCheck::default();
         let exact_never = || -> Result<Vec<(String, Depth)>, ()> { panic!("counted exactly far from the limit") };
-        // 80 published + up to 9 enqueued since: under 90 (the limit less a
-        // tenth), estimated.
-        for _ in 0..10 {
-            assert!(check.live(&snapshot(1, 80), &topics, 100, exact_never).unwrap() < 90);
-            check.added(1);
+        // 80 published (enqueue count 100) + up to 9 enqueued since: under
+        // 90 (the limit less a tenth), estimated.
+        for n in 0..10 {
+            assert_eq!(check.live(&snapshot(100, 80), &topics, 100, exact_never), Ok(80 + n));
+            check.added(101 + n);
         }
         // 80 + 10 is within a tenth of the limit: counted exactly.
         let store = || {
@@ -206,9 +213,28 @@ mod tests {
                 ("other".to_owned(), Depth { queued: 3, ..Depth::default() }),
             ])
         };
-        assert_eq!(check.live(&snapshot(1, 80), &topics, 100, store), Ok(97));
-        // A newer snapshot already counts what was enqueued: the tally restarts.
-        check.added(1);
-        assert_eq!(check.live(&snapshot(2, 85), &topics, 100, exact_never), Ok(85));
+        assert_eq!(check.live(&snapshot(100, 80), &topics, 100, store), Ok(97));
+        // A newer snapshot that read the count after 5 of the 10 (and saw
+        // one job end): it counts those 5 in its depths, the other 5 are
+        // still added.
+        assert_eq!(check.live(&snapshot(105, 84), &topics, 100, exact_never), Ok(84 + 5));
+        // One that read the count after all of them: none added.
+        assert_eq!(check.live(&snapshot(110, 84), &topics, 100, exact_never), Ok(84));
+    }
+
+    #[test]
+    fn a_snapshot_published_after_an_enqueue_but_read_before_it_does_not_hide_it() {
+        // Max 3, two live jobs in the snapshot: a third is admitted.
+        let topics = ["t".to_owned()];
+        let mut check = QueueCheck::default();
+        let exact = || Ok::<_, ()>(vec![("t".to_owned(), Depth { queued: 3, ..Depth::default() })]);
+        let first = snapshot(2, 2);
+        assert_eq!(check.live(&first, &topics, 3, exact), Ok(2));
+        check.added(3);
+        // A new snapshot read the count (2) and the depths while the third
+        // was being stored, and was published after: it does not count the
+        // third, so the check still does, reaches the limit and counts exactly.
+        let newer = Snapshot { taken_at: first.taken_at + Duration::from_secs(1), ..snapshot(2, 2) };
+        assert_eq!(check.live(&newer, &topics, 3, exact), Ok(3));
     }
 }

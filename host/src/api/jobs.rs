@@ -54,7 +54,7 @@ pub(super) async fn enqueue(
         if let Some(check) = check.as_deref_mut()
             && enqueued.created
         {
-            check.added(1);
+            check.added(api.host.dispatcher().enqueued());
         }
         drop(check);
         Ok((enqueued, topic))

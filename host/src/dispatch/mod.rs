@@ -419,6 +419,14 @@ impl Dispatcher {
         Ok(snapshot)
     }
 
+    /// Jobs this dispatcher has enqueued so far. A job is counted once it is
+    /// stored, and a snapshot reads this count before the store's depths, so
+    /// a snapshot whose `totals.enqueued` is at least the count read after
+    /// a job's enqueue has that job in its depths.
+    pub fn enqueued(&self) -> u64 {
+        self.counters.enqueued_so_far()
+    }
+
     /// Totals, read from the counters directly.
     pub fn totals(&self) -> Totals {
         self.counters.totals()

@@ -37,7 +37,14 @@ pub(crate) struct Counters {
 
 impl Counters {
     pub(crate) fn enqueued(&self, n: u64) {
-        self.enqueued.fetch_add(n, Ordering::Relaxed);
+        // Release: whoever reads the new count (Acquire) also sees the
+        // store's write it follows.
+        self.enqueued.fetch_add(n, Ordering::Release);
+    }
+
+    /// The enqueue count (see [`Dispatcher::enqueued`](super::Dispatcher::enqueued)).
+    pub(crate) fn enqueued_so_far(&self) -> u64 {
+        self.enqueued.load(Ordering::Acquire)
     }
 
     pub(crate) fn ended(&self, outcome: &Outcome) {
@@ -68,7 +75,7 @@ impl Counters {
     pub(crate) fn totals(&self) -> Totals {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Totals {
-            enqueued: load(&self.enqueued),
+            enqueued: self.enqueued_so_far(),
             completed: load(&self.completed),
             business_errors: load(&self.business_errors),
             business_statuses: load(&self.business_statuses),
