@@ -203,6 +203,12 @@ impl Config {
             if topic.mapper.is_some() && topic.mapper_rules.is_some() {
                 return Err(format!("topics.{name}: set `mapper` or `mapper_rules`, not both"));
             }
+            if topic.mapper_deadline.is_some() && topic.mapper.is_none() {
+                let has = if topic.mapper_rules.is_some() { "`mapper_rules`" } else { "no mapper" };
+                return Err(format!(
+                    "topics.{name}.mapper_deadline: applies to a Wasm `mapper` only, and this topic has {has}"
+                ));
+            }
             if topic.workers == Some(0) {
                 return Err(format!("topics.{name}.workers: must be at least 1"));
             }

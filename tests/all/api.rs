@@ -360,11 +360,12 @@ fn reqwest_text(url: &str) -> String {
 fn a_topic_above_its_tenants_ceiling_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let refused = |text: &str| start_error(dir.path(), text, &[("HUSK_TEST_TOKEN_B", TOKEN_B)]);
+    let mapper = format!("mapper = \"{}\"\nmapper_deadline = \"31s\"", guest("mapper").display());
     let cases = [
         ("memory = \"128MiB\"", "topics.a-quote.memory"),
         ("deadline = \"1m\"", "topics.a-quote.deadline"),
         ("fuel = 10", "topics.a-quote.fuel"),
-        ("mapper_deadline = \"31s\"", "topics.a-quote.mapper_deadline"),
+        (mapper.as_str(), "topics.a-quote.mapper_deadline"),
     ];
     for (line, key) in cases {
         let text = config()

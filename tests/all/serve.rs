@@ -311,6 +311,11 @@ fn bad_config_and_store_input_fail_at_start_with_one_line_naming_them() {
     assert!(error.contains("husk.toml") && error.contains("workers") && error.contains("unknown field"), "{error}");
     let error = run(&format!("store = \"memory\"\n{topic}fetch_batch = \"many\"\n"));
     assert!(error.contains("topics.t.fetch_batch") && error.contains("line 4"), "{error}");
+    let error = run(&format!("store = \"memory\"\n{topic}mapper_deadline = \"1s\"\n"));
+    assert!(error.contains("topics.t.mapper_deadline") && error.contains("no mapper"), "{error}");
+    let rules = "mapper_rules = [{ code = \"x\", classify_as = \"technical\" }]\n";
+    let error = run(&format!("store = \"memory\"\n{topic}mapper_deadline = \"1s\"\n{rules}"));
+    assert!(error.contains("topics.t.mapper_deadline") && error.contains("`mapper_rules`"), "{error}");
 
     let garbage = dir.path().join("garbage.db");
     std::fs::write(&garbage, vec![0x5a; 8192]).unwrap();
