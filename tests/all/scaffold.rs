@@ -12,10 +12,12 @@ fn husk() -> Command {
     Command::new(env!("CARGO_BIN_EXE_husk"))
 }
 
-fn toolchains() -> PathBuf {
-    std::env::var_os("HUSK_TOOLCHAINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/husk/toolchains"))
+/// The toolchain binary `scripts/build-guests` built `language`'s examples
+/// with (it notes it in `target/guests/<language>/tool`).
+fn tool(language: Language) -> PathBuf {
+    let dir = language.guest("transform").expect("the examples were built").parent().unwrap().to_path_buf();
+    let noted = std::fs::read_to_string(dir.join("tool")).expect("scripts/build-guests notes its tool");
+    PathBuf::from(noted.trim_end())
 }
 
 /// Creates `greeter` in `language` under `parent`, builds it with its
@@ -42,12 +44,12 @@ fn create_and_build(language: Language, parent: &Path) -> Option<PathBuf> {
         }
         Language::Python => {
             let path = std::env::var_os("PATH").unwrap_or_default();
-            let mut paths = vec![toolchains().join("python/bin")];
+            let mut paths = vec![tool(language).parent().unwrap().to_path_buf()];
             paths.extend(std::env::split_paths(&path));
             build.env("PATH", std::env::join_paths(paths).unwrap());
         }
         Language::Js => {
-            build.env("COMPONENTIZE_JS", toolchains().join("js/node_modules/.bin/componentize-js"));
+            build.env("COMPONENTIZE_JS", tool(language));
         }
         Language::C => {
             build.env("HUSK", env!("CARGO_BIN_EXE_husk"));
