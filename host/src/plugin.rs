@@ -10,7 +10,7 @@ use wasmtime::component::Component;
 use crate::bindings::error_mapper::ErrorMapperPre;
 use crate::bindings::operation::OperationPre;
 use crate::engine::{CodeSource, Engine, content_digest};
-use crate::sandbox::imports::{self, Linked, Refused};
+use crate::sandbox::imports::{Linked, Refused};
 use crate::sandbox::{JobState, Sandbox};
 
 /// The world of the WIT contract a plugin is loaded as.
@@ -148,7 +148,7 @@ impl Plugin {
         let (component, code_source) = compile(engine, bytes, source_name)?;
         let refused =
             |Refused { import, reason }| PluginError::Imports { source_name: source_name.to_owned(), import, reason };
-        let Linked { linker, imports } = imports::link(engine.wasmtime(), &component).map_err(refused)?;
+        let Linked { linker, imports } = sandbox.linkers().link(engine.wasmtime(), &component).map_err(refused)?;
         let instance_pre = linker.instantiate_pre(&component).map_err(|e| refused(mismatch(&e, &imports)))?;
         let operation = OperationPre::new(instance_pre.clone());
         let error_mapper = ErrorMapperPre::new(instance_pre);

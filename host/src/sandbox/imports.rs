@@ -13,6 +13,9 @@
 //! version, or one with no version, is refused at load with the import named
 //! as the component wrote it.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use wasmtime::component::{Component, HasData, HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView as _};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
@@ -219,8 +222,9 @@ pub fn provided() -> impl ExactSizeIterator<Item = &'static str> {
 
 /// A component linked to exactly the interfaces it imports.
 pub(crate) struct Linked {
-    /// The linker holding those interfaces and nothing else.
-    pub(crate) linker: Linker<JobState>,
+    /// The linker holding those interfaces and nothing else (shared with
+    /// other components importing the same ones).
+    pub(crate) linker: Arc<Linker<JobState>>,
     /// The component's imports, as it names them (with versions), in its
     /// order.
     pub(crate) imports: Vec<String>,
@@ -236,29 +240,59 @@ pub(crate) struct Refused {
     pub(crate) reason: String,
 }
 
-/// Builds a linker holding exactly the interfaces `component` imports.
-///
-/// # Errors
-///
-/// [`Refused`] naming the first import that husk does not provide, provides
-/// at another version, or that names no version.
-pub(crate) fn link(engine: &wasmtime::Engine, component: &Component) -> Result<Linked, Refused> {
-    let mut linker = Linker::new(engine);
-    let mut linked = vec![false; PROVIDED.len()];
-    let mut imports = Vec::new();
-    for (import, _) in component.component_type().imports(engine) {
-        let index = resolve(import)?;
-        // Two versions of one interface (`@0.2.0` and `@0.2.3`) share one
-        // definition: the linker matches both to it.
-        if !std::mem::replace(&mut linked[index], true) {
-            (PROVIDED[index].add)(&mut linker).map_err(|e| Refused {
-                import: import.to_owned(),
-                reason: format!("which husk failed to link (a bug in husk): {e:#}"),
-            })?;
-        }
-        imports.push(import.to_owned());
+/// A set of [`PROVIDED`] interfaces, one bit per index.
+type Set = u32;
+
+const _: () = assert!(PROVIDED.len() <= Set::BITS as usize, "one bit per provided interface");
+
+/// Linkers already built, by the set of interfaces they hold. Building one
+/// costs about a tenth of loading a plugin from the compile cache, and the
+/// components of one toolchain import the same interfaces: a sandbox builds
+/// each set's linker once.
+#[derive(Default)]
+pub(crate) struct Linkers {
+    by_set: Mutex<HashMap<Set, Arc<Linker<JobState>>>>,
+}
+
+impl Linkers {
+    /// How many distinct linkers were built.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.by_set.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
-    Ok(Linked { linker, imports })
+
+    /// The linker of exactly the interfaces `component` imports, built on
+    /// first use of that set.
+    ///
+    /// # Errors
+    ///
+    /// [`Refused`] naming the first import that husk does not provide,
+    /// provides at another version, or that names no version.
+    pub(crate) fn link(&self, engine: &wasmtime::Engine, component: &Component) -> Result<Linked, Refused> {
+        let mut set: Set = 0;
+        let mut imports = Vec::new();
+        for (import, _) in component.component_type().imports(engine) {
+            // Two versions of one interface (`@0.2.0` and `@0.2.3`) share one
+            // definition: the linker matches both to it.
+            set |= 1 << resolve(import)?;
+            imports.push(import.to_owned());
+        }
+        let mut by_set = self.by_set.lock().unwrap_or_else(|p| p.into_inner());
+        let linker = match by_set.get(&set) {
+            Some(linker) => linker.clone(),
+            None => {
+                let mut linker = Linker::new(engine);
+                for provided in PROVIDED.iter().enumerate().filter_map(|(i, p)| (set & (1 << i) != 0).then_some(p)) {
+                    (provided.add)(&mut linker).map_err(|e| Refused {
+                        import: provided.name.to_owned(),
+                        reason: format!("which husk failed to link (a bug in husk): {e:#}"),
+                    })?;
+                }
+                by_set.entry(set).or_insert(Arc::new(linker)).clone()
+            }
+        };
+        Ok(Linked { linker, imports })
+    }
 }
 
 /// Links every interface husk provides into one linker: a check that the
@@ -319,7 +353,39 @@ fn provided_list() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Family, PROVIDED, major_minor, resolve};
+    use std::sync::Arc;
+
+    use wasmtime::component::Component;
+
+    use super::{Family, Linkers, PROVIDED, major_minor, resolve};
+
+    /// A component importing `imports` (instances with one function each).
+    fn importing(engine: &wasmtime::Engine, imports: &[&str]) -> Component {
+        let imports: String = imports
+            .iter()
+            .map(|name| format!("(import \"{name}\" (instance (export \"f\" (func (result u64)))))"))
+            .collect();
+        Component::new(engine, format!("(component {imports})")).unwrap()
+    }
+
+    #[test]
+    fn components_importing_the_same_interfaces_share_one_linker() {
+        let engine = wasmtime::Engine::default();
+        let linkers = Linkers::default();
+        let random = ["wasi:random/random@0.2.0", "wasi:clocks/wall-clock@0.2.0"];
+        let first = linkers.link(&engine, &importing(&engine, &random)).unwrap();
+        // The same interfaces at another patch version and in another order.
+        let again = linkers
+            .link(&engine, &importing(&engine, &["wasi:clocks/wall-clock@0.2.3", "wasi:random/random@0.2.3"]))
+            .unwrap();
+        let other = linkers.link(&engine, &importing(&engine, &random[..1])).unwrap();
+        assert!(Arc::ptr_eq(&first.linker, &again.linker));
+        assert!(!Arc::ptr_eq(&first.linker, &other.linker));
+        assert_eq!(linkers.len(), 2);
+        assert_eq!(again.imports, ["wasi:clocks/wall-clock@0.2.3", "wasi:random/random@0.2.3"]);
+        let refused = linkers.link(&engine, &importing(&engine, &["wasi:http/types@0.2.0"])).map(|_| ()).unwrap_err();
+        assert_eq!((refused.import.as_str(), linkers.len()), ("wasi:http/types@0.2.0", 2));
+    }
 
     #[test]
     fn the_table_is_sorted_and_has_no_duplicates() {

@@ -196,11 +196,13 @@ pub enum SandboxError {
     FuelDisabled,
 }
 
-/// Runs guests on an [`Engine`]. Each plugin carries its own linker, of only
-/// the interfaces it imports (see [`imports`]). Cheap to clone.
+/// Runs guests on an [`Engine`]. Each plugin is linked to only the
+/// interfaces it imports (see [`imports`]); the sandbox keeps one linker per
+/// set of interfaces for the plugins it loads. Cheap to clone.
 #[derive(Clone)]
 pub struct Sandbox {
     engine: Engine,
+    linkers: Arc<imports::Linkers>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -217,12 +219,17 @@ impl Sandbox {
     /// When the host functions cannot be linked (a bug, not an input error).
     pub fn new(engine: Engine) -> wasmtime::Result<Self> {
         imports::link_all(engine.wasmtime())?;
-        Ok(Self { engine })
+        Ok(Self { engine, linkers: Arc::default() })
     }
 
     /// The engine jobs run on.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The linkers of the plugins loaded on this sandbox.
+    pub(crate) fn linkers(&self) -> &imports::Linkers {
+        &self.linkers
     }
 
     /// Runs `job` on the operation `plugin` with `limits`.
