@@ -333,6 +333,19 @@ fn a_cancel_racing_ahead_of_registration_still_reaches_the_job(backend: Backend)
     assert!(guard.token().is_cancelled());
 }
 
+fn a_job_registering_after_a_shutdowns_interruption_is_interrupted_too(backend: Backend) {
+    let rig = Rig::with_topic(backend, fixed(3, 10));
+    let (first, second) = (rig.enqueue("t"), rig.enqueue("t"));
+    let _jobs = rig.fetch("t", 2);
+    let running = rig.dispatcher.running(first);
+    rig.dispatcher.interrupt_running();
+    assert!(running.token().is_cancelled());
+    // The second job's worker passed its stop check before the shutdown
+    // and registers only now, after the sweep.
+    let late = rig.dispatcher.running(second);
+    assert!(late.token().is_cancelled(), "a late registration is interrupted too");
+}
+
 fn status_reads_come_from_the_published_snapshot(backend: Backend) {
     let rig = Rig::with_topic(backend, fixed(3, 10));
     rig.enqueue("t");
@@ -515,6 +528,7 @@ conformance! {
     cancelling_a_queued_and_a_gated_job_ends_it_once,
     cancelling_a_running_job_ends_it_cancelled_whatever_it_reports,
     a_cancel_racing_ahead_of_registration_still_reaches_the_job,
+    a_job_registering_after_a_shutdowns_interruption_is_interrupted_too,
     status_reads_come_from_the_published_snapshot,
     every_spent_attempt_is_recorded_with_its_plugin_version,
     a_business_outcome_is_an_attempt_without_a_fault,

@@ -396,6 +396,12 @@ impl Dispatcher {
     /// job's report is submitted; dropping it unregisters the job.
     pub fn running(&self, job: JobId) -> RunningGuard<'_> {
         let token = self.running.register(job);
+        // A shutdown's interruption that swept the running jobs just before
+        // this one registered: it is interrupted too (the sweep took the
+        // shard's lock after setting the flag, so the flag is seen here).
+        if self.interrupting() {
+            token.cancel();
+        }
         RunningGuard { running: &self.running, job, token }
     }
 
