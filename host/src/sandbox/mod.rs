@@ -383,20 +383,32 @@ impl<T> Execution<T> {
     }
 }
 
+/// How long an instantiation waits for a pool slot that another thread is
+/// freeing before the job fails with the pool's error.
+const POOL_WAIT: Duration = Duration::from_secs(2);
+
 /// Tries an instantiation again while the pooling allocator reports its
-/// slots exhausted, for a bounded number of tries: slots freed by jobs that
-/// just ended can sit in another thread's decommit queue, or be briefly
-/// held while wasmtime reclaims the warm slots of a dropped module (a hot
-/// swap). Such a moment is the host's, not the job's: it must not cost the
-/// job an attempt.
+/// slots exhausted, for up to [`POOL_WAIT`]: slots freed by jobs that just
+/// ended can sit in another thread's decommit queue, or be briefly held
+/// while wasmtime reclaims the warm slots of a dropped module (a hot swap).
+/// Such a moment is the host's, not the job's: it must not cost the job an
+/// attempt. The wait is bounded in time, not in tries, because the thread
+/// freeing the slot may be descheduled for longer than a burst of tries on a
+/// loaded machine.
 fn with_pool_retry<T>(mut instantiate: impl FnMut() -> wasmtime::Result<T>) -> wasmtime::Result<T> {
-    const TRIES: u32 = 1_000;
-    let mut tries = 1;
+    let started = Instant::now();
+    let mut tries = 0u32;
     loop {
         match instantiate() {
-            Err(error) if tries < TRIES && error.is::<wasmtime::PoolConcurrencyLimitError>() => {
+            Err(error) if error.is::<wasmtime::PoolConcurrencyLimitError>() && started.elapsed() < POOL_WAIT => {
                 tries += 1;
-                std::thread::yield_now();
+                // Spin briefly (a slot usually frees within microseconds),
+                // then sleep so a long wait does not burn a core.
+                if tries < 100 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
             }
             result => return result,
         }
