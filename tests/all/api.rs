@@ -340,11 +340,17 @@ fn idempotency_keys_outcome_cursor_and_deploy_through_the_api() {
     assert_eq!(versions, vec![v1.clone(), deployed["version"].clone()]);
     // Roll back: version 1 is current again.
     assert_eq!(a.post("/v1/topics/a-quote/rollback", None, &[]).unwrap()["version"], v1);
-    // The metrics name the current version and count the outcomes.
-    let metrics = reqwest_text(&format!("{}/metrics", server.url));
+    // The metrics name the current version and count the outcomes (the
+    // outcome sink counts them just after the store has them).
+    let url = format!("{}/metrics", server.url);
+    server.wait_until("the metrics count both jobs", |_| {
+        let metrics = reqwest_text(&url);
+        ["completed", "failed"]
+            .iter()
+            .all(|outcome| metrics.contains(&format!("husk_jobs_total{{topic=\"a-quote\",outcome=\"{outcome}\"}} 1")))
+    });
+    let metrics = reqwest_text(&url);
     assert!(metrics.contains(&format!("husk_plugin_version{{topic=\"a-quote\",version={v1}}} 1")), "{metrics}");
-    assert!(metrics.contains("husk_jobs_total{topic=\"a-quote\",outcome=\"completed\"} 1"), "{metrics}");
-    assert!(metrics.contains("husk_jobs_total{topic=\"a-quote\",outcome=\"failed\"} 1"), "{metrics}");
 }
 
 /// A plain GET returning the body as text (`/metrics` is not JSON).

@@ -1,5 +1,7 @@
 //! Classification: declarative rules and Wasm mappers that misbehave.
 
+use std::time::Duration;
+
 use husk_host::classify::{Classification, ErrorMapper, Rule, Rules};
 use husk_host::engine::{Engine, EngineConfig};
 use husk_host::fault::Fault;
@@ -8,7 +10,7 @@ use husk_host::sandbox::{Limits, Sandbox};
 use serde_json::json;
 
 use crate::rig::rules;
-use crate::support::{load_as, test_config};
+use crate::support::{load_as, mapper_limits, test_config};
 
 #[test]
 fn rules_match_by_code_glob_and_body_pointer() {
@@ -52,7 +54,10 @@ fn wasm_mapper(config: EngineConfig, limits: Limits) -> ErrorMapper {
 
 #[test]
 fn a_wasm_mapper_that_loops_is_cut_off_by_fuel() {
-    let mapper = wasm_mapper(EngineConfig { fuel: true, ..test_config() }, Limits::error_mapper());
+    // Fuel, not the deadline, must end it: a long deadline so that a
+    // starved thread cannot reach the deadline first.
+    let limits = Limits { deadline: Duration::from_secs(60), ..Limits::error_mapper() };
+    let mapper = wasm_mapper(EngineConfig { fuel: true, ..test_config() }, limits);
     match mapper.classify(&Fault::new("spin", "")) {
         Classification::Technical { diagnostic } => {
             assert!(diagnostic.contains("husk.out-of-fuel"), "{diagnostic}");
@@ -74,7 +79,7 @@ fn a_wasm_mapper_that_loops_is_cut_off_at_its_deadline() {
 
 #[test]
 fn a_wasm_mapper_that_panics_yields_technical() {
-    let mapper = wasm_mapper(test_config(), Limits { fuel: None, ..Limits::error_mapper() });
+    let mapper = wasm_mapper(test_config(), mapper_limits());
     match mapper.classify(&Fault::new("panic", "")) {
         Classification::Technical { diagnostic } => assert!(diagnostic.contains("husk.trap"), "{diagnostic}"),
         other => panic!("expected technical, got {other:?}"),

@@ -6,7 +6,7 @@ use husk_host::plugin::World;
 use husk_host::sandbox::{Limits, RunEnding};
 use serde_json::json;
 
-use crate::support::{fault, job, load, load_as, output, run, sandbox};
+use crate::support::{fault, job, load, load_as, mapper_limits, output, run, sandbox};
 
 #[test]
 fn transform_returns_its_json_output() {
@@ -58,7 +58,7 @@ fn business_returns_business_faults_and_success() {
 fn classify(name: &str, fault: Fault) -> Classification {
     let sandbox = sandbox();
     let plugin = load_as(&sandbox, name, World::ErrorMapper);
-    match sandbox.classify(&plugin, &fault, &Limits { fuel: None, ..Limits::error_mapper() }).unwrap().ending {
+    match sandbox.classify(&plugin, &fault, &mapper_limits()).unwrap().ending {
         RunEnding::Returned(classification) => classification,
         other => panic!("mapper {name} did not return: {other:?}"),
     }

@@ -21,7 +21,7 @@ use husk_host::sandbox::{Limits, RunEnding, Sandbox};
 use husk_host::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::{Value, json};
 
-use crate::support::{GuestLogs, Language, job, test_config};
+use crate::support::{GuestLogs, Language, job, mapper_limits, test_config};
 use crate::support_sink::WaitingSink;
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -237,7 +237,7 @@ fn mapper_table() -> Vec<(Fault, Classification)> {
 #[test]
 fn every_language_mapper_classifies_the_same_faults_the_same_way() {
     let sandbox = Sandbox::new(Engine::new(cached_config()).unwrap()).unwrap();
-    let limits = Limits { fuel: None, ..Limits::error_mapper() };
+    let limits = mapper_limits();
     let mut checked = Vec::new();
     for language in Language::ALL {
         let Some(path) = language.guest("mapper") else { continue };

@@ -14,6 +14,10 @@ use husk_host::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::json;
 
 use crate::support::{guest, test_config};
+
+/// The mappers' deadline: past the 100 ms default a slow run on a loaded
+/// machine would count as a technical fault and add a retry.
+const MAPPER_DEADLINE: Duration = Duration::from_secs(10);
 use crate::support_sink::WaitingSink;
 
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -46,9 +50,15 @@ fn jobs_flow_through_pools_sandbox_mapper_and_retries() {
         .topic(
             Topic::wasm("payments", source("business"))
                 .with_workers(1)
-                .with_mapper(MapperSpec::Plugin(source("mapper"))),
+                .with_mapper(MapperSpec::Plugin(source("mapper")))
+                .with_mapper_deadline(MAPPER_DEADLINE),
         )
-        .topic(Topic::wasm("own-mapper", source("business")).with_workers(1).with_mapper(MapperSpec::SamePlugin))
+        .topic(
+            Topic::wasm("own-mapper", source("business"))
+                .with_workers(1)
+                .with_mapper(MapperSpec::SamePlugin)
+                .with_mapper_deadline(MAPPER_DEADLINE),
+        )
         .build()
         .unwrap();
     let mut expected = HashMap::new();

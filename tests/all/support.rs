@@ -39,6 +39,13 @@ pub fn fuel_sandbox() -> Sandbox {
     Sandbox::new(Engine::new(EngineConfig { fuel: true, ..test_config() }).unwrap()).unwrap()
 }
 
+/// The error mapper's limits for tests of what a mapper returns: no fuel, and
+/// a 10 s deadline instead of the 100 ms default, which a cold Python or
+/// JavaScript mapper can pass on a loaded machine (wall time, not CPU time).
+pub fn mapper_limits() -> Limits {
+    Limits { fuel: None, deadline: std::time::Duration::from_secs(10), ..Limits::error_mapper() }
+}
+
 /// Loads an example guest as `world`.
 pub fn load_as(sandbox: &Sandbox, name: &str, world: World) -> Plugin {
     Plugin::load(sandbox, &guest(name), world).unwrap_or_else(|e| panic!("loading {name}: {e}"))
