@@ -8,7 +8,6 @@
 //! The tests wait for the server to make progress by polling the API
 //! (every 20 ms, up to a generous limit) and assert on what it answers.
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -42,10 +41,11 @@ impl Server {
     pub fn start_in(dir: tempfile::TempDir, config: &str, args: &[&str]) -> Self {
         let path = dir.path().join("husk.toml");
         std::fs::write(&path, config).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_husk"))
-            .args(["serve", "--no-cache", "--listen", &format!("127.0.0.1:{port}"), "--config"])
+        // Port 0: the server binds a free port itself and logs it (a port
+        // probed here and passed on could be taken by then).
+        let mut child = Command::new(env!("CARGO_BIN_EXE_husk"))
+            .args(["serve", "--no-cache", "--listen", "127.0.0.1:0", "--config"])
             .arg(&path)
             .args(args)
             .env("RUST_LOG", "info,husk::guest=off")
@@ -54,7 +54,20 @@ impl Server {
             .stderr(log)
             .spawn()
             .unwrap();
-        let server = Server { child, url: format!("http://127.0.0.1:{port}"), dir };
+        let read_log = || std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+        let started = Instant::now();
+        let url = loop {
+            let log = read_log();
+            if let Some((_, rest)) = log.split_once("husk serving on ") {
+                break rest.split_whitespace().next().unwrap().to_owned();
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("husk serve exited ({status}) before serving:\n{log}");
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "husk serve did not start:\n{log}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let server = Server { child, url, dir };
         server.wait_until("/healthz answers", |s| s.client(None).get("/healthz").is_ok());
         server
     }
