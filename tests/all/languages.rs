@@ -21,7 +21,7 @@ use husk_host::sandbox::{Limits, RunEnding, Sandbox};
 use husk_host::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::{Value, json};
 
-use crate::support::{GuestLogs, Language, job, mapper_limits, test_config};
+use crate::support::{GuestLogs, Language, MAPPER_DEADLINE, job, mapper_limits, test_config};
 use crate::support_sink::WaitingSink;
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -143,10 +143,7 @@ fn conformance(language: Language) {
         Topic::wasm(name, source(name))
             .with_workers(1)
             .with_mapper(MapperSpec::Plugin(PluginSource::Path(mapper.clone())))
-            // The default 100 ms is ample for every language's mapper on an
-            // idle machine (see the languages bench), not always under a
-            // loaded test run; a mapper past it costs the job an attempt.
-            .with_mapper_deadline(Duration::from_secs(10))
+            .with_mapper_deadline(MAPPER_DEADLINE)
     };
     let sink = Arc::new(WaitingSink::default());
     let host = Host::builder()

@@ -13,14 +13,10 @@ use husk_host::store::{CancelResult, JobId, JobState};
 use husk_host::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::json;
 
-use crate::support::{guest, test_config};
+use crate::support::{MAPPER_DEADLINE, guest, test_config};
 use crate::support_sink::WaitingSink;
 
 const PATIENCE: Duration = Duration::from_secs(60);
-
-/// The mappers' deadline: past the 100 ms default a slow run on a loaded
-/// machine would count as a technical fault and add a retry.
-const MAPPER_DEADLINE: Duration = Duration::from_secs(10);
 
 fn source(name: &str) -> PluginSource {
     PluginSource::Path(guest(name))
