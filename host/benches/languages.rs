@@ -90,11 +90,11 @@ fn main() {
         let mapper_wasm = std::fs::read(component(language, "mapper")).unwrap();
         let mapper = Plugin::from_bytes(&cached, &mapper_wasm, World::ErrorMapper, "mapper").unwrap();
         let fault = Fault::new("payment.declined", r#"{"reason":"insufficient-funds"}"#);
+        let mapper_limits = Limits { fuel: None, ..Limits::error_mapper() };
         let mut mapper_peak = 0;
         let mut classify: Vec<Duration> = (0..runs.min(200))
             .map(|_| {
-                let limits = Limits { fuel: None, ..Limits::error_mapper() };
-                let (classified, took) = timed(|| cached.classify(&mapper, &fault, &limits).unwrap());
+                let (classified, took) = timed(|| cached.classify(&mapper, &fault, &mapper_limits).unwrap());
                 assert!(matches!(classified.ending, RunEnding::Returned(_)), "{language}: {:?}", classified.ending);
                 mapper_peak = mapper_peak.max(classified.peak_memory);
                 took
