@@ -288,12 +288,24 @@ deadline = "60s"
 pub fn start_error(dir: &Path, text: &str, env: &[(&str, &str)]) -> String {
     let config = dir.join("husk.toml");
     std::fs::write(&config, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_husk"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_husk"))
         .args(["serve", "--no-cache", "--listen", "127.0.0.1:0", "--config"])
         .arg(&config)
         .envs(env.iter().copied())
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    // A config it should refuse but accepts makes it serve: fail, not hang.
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("husk serve started instead of refusing: {text}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "husk serve should refuse: {text}");
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
