@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::classify::Rule;
 use crate::engine::EngineConfig;
-use crate::host::{MapperSpec, PluginSource, Topic};
+use crate::host::{MapperSpec, OperatorFile, PluginSource, Topic};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::Limits;
 use crate::store::{Durability, JobStore, MemoryStore, PostgresConfig, PostgresStore, SqliteStore, StoreError};
@@ -52,6 +52,12 @@ pub struct Config {
     /// The compile cache directory (default: as `husk run`).
     #[serde(default)]
     pub cache_dir: Option<PathBuf>,
+    /// Whether topics' `plugin` and `mapper` files may be machine code
+    /// precompiled by `husk compile` (`.cwasm`), which runs with husk's
+    /// rights (default `false`: components only). Set it only when those
+    /// files are the operator's own, writable by no one else.
+    #[serde(default)]
+    pub allow_precompiled: bool,
     /// The engine-wide retry policy (default: 3 attempts, exponential
     /// 1s..60s with jitter).
     #[serde(default)]
@@ -123,7 +129,8 @@ pub struct TopicConfig {
     /// a topic without one is not reachable through the API).
     #[serde(default)]
     pub tenant: Option<String>,
-    /// The component (`.wasm` or `.cwasm`) of the `operation` world.
+    /// The component (`.wasm`) of the `operation` world; a `.cwasm` from
+    /// `husk compile` only with `allow_precompiled`.
     pub plugin: PathBuf,
     /// Worker threads (default: the CPU count).
     #[serde(default)]
@@ -336,7 +343,7 @@ impl Config {
 
     /// The topics, ready for [`crate::host::HostBuilder::topic`].
     pub fn topics(&self, base: &Path) -> Vec<Topic> {
-        self.topics.iter().map(|(name, topic)| topic.to_topic(name, base)).collect()
+        self.topics.iter().map(|(name, topic)| topic.to_topic(name, base, self.allow_precompiled)).collect()
     }
 }
 
@@ -352,8 +359,9 @@ impl TopicConfig {
         }
     }
 
-    fn to_topic(&self, name: &str, base: &Path) -> Topic {
-        let mut topic = Topic::wasm(name, PluginSource::Path(base.join(&self.plugin))).with_limits(self.limits());
+    fn to_topic(&self, name: &str, base: &Path, allow_precompiled: bool) -> Topic {
+        let source = |path: &Path| plugin_source(base.join(path), allow_precompiled);
+        let mut topic = Topic::wasm(name, source(&self.plugin)).with_limits(self.limits());
         if let Some(tenant) = &self.tenant {
             topic = topic.with_tenant(tenant);
         }
@@ -374,10 +382,24 @@ impl TopicConfig {
         }
         match (&self.mapper, &self.mapper_rules) {
             (Some(path), _) if path.as_os_str() == "self" => topic.with_mapper(MapperSpec::SamePlugin),
-            (Some(path), _) => topic.with_mapper(MapperSpec::Plugin(PluginSource::Path(base.join(path)))),
+            (Some(path), _) => topic.with_mapper(MapperSpec::Plugin(source(path))),
             (None, Some(rules)) => topic.with_mapper(MapperSpec::Rules(rules.clone())),
             (None, None) => topic,
         }
+    }
+}
+
+/// A plugin file of the config: a component only, or — when the operator
+/// set `allow_precompiled` — also precompiled machine code.
+#[allow(unsafe_code)]
+fn plugin_source(path: PathBuf, allow_precompiled: bool) -> PluginSource {
+    if allow_precompiled {
+        // SAFETY: the operator, in their own config file, declared its
+        // plugin files their own (`allow_precompiled`); no API call or
+        // tenant can name a file here.
+        PluginSource::Operator(unsafe { OperatorFile::new(path) })
+    } else {
+        PluginSource::Path(path)
     }
 }
 

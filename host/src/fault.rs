@@ -22,6 +22,11 @@ pub mod codes {
     /// expired (it crashed or hung); counts as an attempt.
     pub const LOCK_EXPIRED: &str = "husk.lock-expired";
 
+    /// What a guest's own fault with a reserved code becomes: a guest may
+    /// not pose as the host. Its body is `{"code": <the guest's code>,
+    /// "body": <the guest's body>}` (see [`super::Fault::from_guest`]).
+    pub const GUEST_RESERVED_CODE: &str = "guest.reserved-code";
+
     /// Whether `code` is in the namespace reserved for the host.
     pub fn is_reserved(code: &str) -> bool {
         code.starts_with("husk.")
@@ -47,6 +52,18 @@ impl Fault {
     /// A fault with `code` and `body` serialized as JSON.
     pub fn json(code: impl Into<String>, body: &serde_json::Value) -> Self {
         Self::new(code, body.to_string())
+    }
+
+    /// A fault a guest returned. The `husk.` namespace is the host's: a
+    /// guest's code in it ([`codes::is_reserved`]) is replaced by
+    /// [`codes::GUEST_RESERVED_CODE`], the guest's code and body kept inside
+    /// the new body, so no mapper, policy, metric or reader of the outcome
+    /// can take it for a fault the host raised (a kill, a lock expiry).
+    pub fn from_guest(code: String, body: Vec<u8>) -> Self {
+        if !codes::is_reserved(&code) {
+            return Self { code, body };
+        }
+        Self::json(codes::GUEST_RESERVED_CODE, &serde_json::json!({ "code": code, "body": body_value(&body) }))
     }
 
     /// The body as JSON when it parses as JSON, otherwise as a JSON string

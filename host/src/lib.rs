@@ -58,4 +58,4 @@ pub mod tenant;
 pub mod versions;
 pub mod worker;
 
-pub use host::{Host, HostBuilder, HostError, MapperSpec, PluginSource, Topic};
+pub use host::{Host, HostBuilder, HostError, MapperSpec, OperatorFile, PluginSource, Topic};

@@ -50,6 +50,16 @@ pub enum PluginError {
         /// The file.
         source_name: String,
     },
+    /// The bytes are machine code precompiled by `husk compile`, where only
+    /// a component is accepted: husk loads precompiled code only from the
+    /// operator's own files, when the operator allows it.
+    #[error(
+        "{source_name} is machine code precompiled by `husk compile`, not a component: only a component (.wasm) is accepted here, which husk compiles itself (precompiled code is loaded only from the operator's own files, with `allow_precompiled = true` in husk.toml or `husk run --allow-precompiled`)"
+    )]
+    Precompiled {
+        /// The file.
+        source_name: String,
+    },
     /// The bytes are a core module, not a component.
     #[error(
         "{source_name} is a core WebAssembly module, not a component (build for wasm32-wasip2, or wrap it with `wasm-tools component new`)"
@@ -120,10 +130,9 @@ impl fmt::Debug for Plugin {
 }
 
 impl Plugin {
-    /// Loads the component in the file at `path` as `world`.
-    ///
-    /// The file may be a component (`.wasm`) or a component precompiled by
-    /// `husk compile` (`.cwasm`).
+    /// Loads the component in the file at `path` as `world`. A file of
+    /// precompiled machine code (`husk compile`'s `.cwasm`) is refused; see
+    /// [`Plugin::load_trusted`].
     ///
     /// # Errors
     ///
@@ -131,25 +140,101 @@ impl Plugin {
     /// imports what husk does not provide, or does not export `world`'s
     /// function with the contract's type.
     pub fn load(sandbox: &Sandbox, path: &Path, world: World) -> Result<Self, PluginError> {
-        let source_name = path.display().to_string();
-        let bytes =
-            std::fs::read(path).map_err(|error| PluginError::Read { source_name: source_name.clone(), error })?;
+        let (bytes, source_name) = read(path)?;
         Self::from_bytes(sandbox, &bytes, world, &source_name)
     }
 
     /// Loads a component from `bytes` as `world`; `source_name` names it in
-    /// errors. See [`Plugin::load`].
+    /// errors. The bytes are compiled by husk: precompiled machine code is
+    /// refused ([`PluginError::Precompiled`]), so bytes from anyone (a
+    /// tenant's deploy) are safe to pass.
     ///
     /// # Errors
     ///
     /// As [`Plugin::load`].
     pub fn from_bytes(sandbox: &Sandbox, bytes: &[u8], world: World, source_name: &str) -> Result<Self, PluginError> {
+        if Engine::is_precompiled_component(bytes) {
+            return Err(PluginError::Precompiled { source_name: source_name.to_owned() });
+        }
         let engine = sandbox.engine();
-        let (component, code_source) = compile(engine, bytes, source_name)?;
+        let invalid =
+            |e: wasmtime::Error| PluginError::Invalid { source_name: source_name.to_owned(), reason: format!("{e:#}") };
+        if wasmparser::Parser::is_core_wasm(bytes) {
+            return Err(PluginError::CoreModule { source_name: source_name.to_owned() });
+        }
+        if !wasmparser::Parser::is_component(bytes) && !looks_like_wat(bytes) {
+            return Err(PluginError::NotWasm { source_name: source_name.to_owned() });
+        }
+        let compiled = engine.compile(bytes).map_err(invalid)?;
+        let plugin = Self::validate(sandbox, compiled.component(), compiled.code_source(), bytes, world, source_name)?;
+        // Only a component that loaded is kept in the compile cache.
+        compiled.keep();
+        Ok(plugin)
+    }
+
+    /// Loads the file at `path` as `world`: a component, or machine code
+    /// precompiled by `husk compile` for a compatible engine.
+    ///
+    /// # Errors
+    ///
+    /// As [`Plugin::load`]; [`PluginError::Invalid`] for precompiled code
+    /// from an incompatible engine.
+    ///
+    /// # Safety
+    ///
+    /// As [`Plugin::from_trusted_bytes`]: the file must be the operator's own.
+    #[allow(unsafe_code)]
+    pub unsafe fn load_trusted(sandbox: &Sandbox, path: &Path, world: World) -> Result<Self, PluginError> {
+        let (bytes, source_name) = read(path)?;
+        // SAFETY: this function's own contract, passed on to its caller.
+        unsafe { Self::from_trusted_bytes(sandbox, &bytes, world, &source_name) }
+    }
+
+    /// Loads `bytes` as `world`: a component, or machine code precompiled by
+    /// `husk compile` for a compatible engine.
+    ///
+    /// # Errors
+    ///
+    /// As [`Plugin::load`]; [`PluginError::Invalid`] for precompiled code
+    /// from an incompatible engine.
+    ///
+    /// # Safety
+    ///
+    /// Precompiled code runs in this process with all of husk's rights (see
+    /// [`Engine::load_precompiled`]): the bytes must come from the operator's
+    /// own file — the unmodified output of `husk compile`, which no tenant,
+    /// API caller or other user can write.
+    #[allow(unsafe_code)]
+    pub unsafe fn from_trusted_bytes(
+        sandbox: &Sandbox,
+        bytes: &[u8],
+        world: World,
+        source_name: &str,
+    ) -> Result<Self, PluginError> {
+        if !Engine::is_precompiled_component(bytes) {
+            return Self::from_bytes(sandbox, bytes, world, source_name);
+        }
+        // SAFETY: this function's own contract, passed on to its caller.
+        let component = unsafe { sandbox.engine().load_precompiled(bytes) }
+            .map_err(|e| PluginError::Invalid { source_name: source_name.to_owned(), reason: format!("{e:#}") })?;
+        Self::validate(sandbox, &component, CodeSource::Precompiled, bytes, world, source_name)
+    }
+
+    /// Links a compiled component to the interfaces it imports and checks
+    /// that it exports `world`.
+    fn validate(
+        sandbox: &Sandbox,
+        component: &Component,
+        code_source: CodeSource,
+        bytes: &[u8],
+        world: World,
+        source_name: &str,
+    ) -> Result<Self, PluginError> {
+        let engine = sandbox.engine();
         let refused =
             |Refused { import, reason }| PluginError::Imports { source_name: source_name.to_owned(), import, reason };
-        let Linked { linker, imports } = sandbox.linkers().link(engine.wasmtime(), &component).map_err(refused)?;
-        let instance_pre = linker.instantiate_pre(&component).map_err(|e| refused(mismatch(&e, &imports)))?;
+        let Linked { linker, imports } = sandbox.linkers().link(engine.wasmtime(), component).map_err(refused)?;
+        let instance_pre = linker.instantiate_pre(component).map_err(|e| refused(mismatch(&e, &imports)))?;
         let operation = OperationPre::new(instance_pre.clone());
         let error_mapper = ErrorMapperPre::new(instance_pre);
         let wrong_world = |e: wasmtime::Error| PluginError::WrongWorld {
@@ -228,19 +313,13 @@ fn mismatch(error: &wasmtime::Error, imports: &[String]) -> Refused {
     }
 }
 
-fn compile(engine: &Engine, bytes: &[u8], source_name: &str) -> Result<(Component, CodeSource), PluginError> {
-    let invalid =
-        |e: wasmtime::Error| PluginError::Invalid { source_name: source_name.to_owned(), reason: format!("{e:#}") };
-    if Engine::is_precompiled_component(bytes) {
-        return Ok((engine.load_precompiled(bytes).map_err(invalid)?, CodeSource::Precompiled));
+/// The bytes of the file at `path`, and its name in errors.
+fn read(path: &Path) -> Result<(Vec<u8>, String), PluginError> {
+    let source_name = path.display().to_string();
+    match std::fs::read(path) {
+        Ok(bytes) => Ok((bytes, source_name)),
+        Err(error) => Err(PluginError::Read { source_name, error }),
     }
-    if wasmparser::Parser::is_core_wasm(bytes) {
-        return Err(PluginError::CoreModule { source_name: source_name.to_owned() });
-    }
-    if !wasmparser::Parser::is_component(bytes) && !looks_like_wat(bytes) {
-        return Err(PluginError::NotWasm { source_name: source_name.to_owned() });
-    }
-    engine.compile(bytes).map_err(invalid)
 }
 
 /// Whether `bytes` could be the WebAssembly text format (a component written

@@ -195,7 +195,9 @@ impl Signals {
 
 /// `--watch`: deploys a topic's plugin file again whenever its modification
 /// time or size changes. A version that fails validation is logged and the
-/// current one stays.
+/// current one stays. Like a deploy through the API, it takes components
+/// only, even with `allow_precompiled`: a watched file is one a plugin's
+/// developer rewrites, not the operator's fixed artifact.
 fn watch(host: Arc<Host>, config: &Config, base: &Path, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     let files: Vec<(String, PathBuf)> =
         config.topics.iter().map(|(name, topic)| (name.clone(), base.join(&topic.plugin))).collect();

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::serve::start_error;
 use crate::support::guest;
 
-const TOKEN_A: &str = "token-of-tenant-a";
+pub const TOKEN_A: &str = "token-of-tenant-a";
 const TOKEN_B: &str = "token-of-tenant-b";
 const TOKEN_Q: &str = "token-of-tenant-q";
 
@@ -88,6 +88,26 @@ impl Server {
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
     }
+
+    /// Sends SIGTERM and waits for the process to exit, for at most 60 s
+    /// (then it is killed and the test fails); returns its exit status and
+    /// its directory.
+    pub fn terminate(mut self) -> (std::process::ExitStatus, tempfile::TempDir) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                let _ = self.child.kill();
+                panic!("husk serve still runs 60 s after SIGTERM:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        (status, dir)
+    }
 }
 
 impl Drop for Server {
@@ -99,7 +119,7 @@ impl Drop for Server {
 
 /// Tenants a (a `sha256:` token), b (an `env:` token) and q (max_queued 3),
 /// each with topics of its own.
-fn config() -> String {
+pub fn config() -> String {
     format!(
         r#"store = "husk.db"
 epoch_tick = "10ms"
@@ -152,7 +172,7 @@ retry = {{ kind = "fixed", max_attempts = 5, delay = "1h" }}
 }
 
 /// The refusal of a call that must fail: (status, error kind).
-fn refusal(result: Result<Value, ClientError>) -> (u16, String) {
+pub fn refusal(result: Result<Value, ClientError>) -> (u16, String) {
     match result {
         Err(ClientError::Api { status, error, message }) => {
             assert!(!message.is_empty(), "a refusal says why ({status} {error})");
@@ -162,11 +182,11 @@ fn refusal(result: Result<Value, ClientError>) -> (u16, String) {
     }
 }
 
-fn enqueue(client: &Client, topic: &str, input: &Value) -> Result<Value, ClientError> {
+pub fn enqueue(client: &Client, topic: &str, input: &Value) -> Result<Value, ClientError> {
     client.post(&format!("/v1/topics/{topic}/jobs"), Some((input.to_string().as_bytes(), "application/json")), &[])
 }
 
-fn job_state(client: &Client, id: &Value) -> Value {
+pub fn job_state(client: &Client, id: &Value) -> Value {
     client.get(&format!("/v1/jobs/{id}")).unwrap()
 }
 

@@ -85,3 +85,33 @@ fn a_wasm_mapper_that_panics_yields_technical() {
         other => panic!("expected technical, got {other:?}"),
     }
 }
+
+#[test]
+fn a_wasm_mapper_returning_more_than_its_cap_in_any_field_yields_technical_naming_the_cap() {
+    let limits = mapper_limits();
+    let cap = limits.max_output;
+    assert_eq!(cap, 64 << 10);
+    let mapper = wasm_mapper(test_config(), limits);
+    let huge =
+        |field: &str, bytes: u64| mapper.classify(&Fault::json("huge", &json!({ "field": field, "bytes": bytes })));
+    // A 10 MB business error message, and each other field past the cap.
+    for (field, bytes) in [("message", 10_000_000), ("code", cap + 1), ("status", cap + 1), ("diagnostic", cap + 1)] {
+        match huge(field, bytes) {
+            Classification::Technical { diagnostic } => {
+                assert!(diagnostic.contains("husk.output-too-large"), "{field}: {diagnostic}");
+                assert!(diagnostic.contains(&cap.to_string()), "{field}: names the cap: {diagnostic}");
+                assert!(diagnostic.len() < 1024, "{field}: the diagnostic is short");
+            }
+            other => {
+                panic!("{field}: expected technical, got a classification of {} bytes", format!("{other:?}").len())
+            }
+        }
+    }
+    // At the cap, the classification stands.
+    match huge("message", cap) {
+        Classification::BusinessError { code, message } => {
+            assert_eq!((code.as_str(), message.len() as u64), ("huge", cap))
+        }
+        other => panic!("expected the business error, got {other:?}"),
+    }
+}

@@ -94,15 +94,59 @@ fn bad_input_is_a_one_line_error() {
 }
 
 #[test]
-fn compile_writes_a_component_run_can_load() {
+fn compile_writes_a_component_run_loads_only_when_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let cwasm = dir.path().join("transform.cwasm");
     let transform = guest("transform");
     let out = husk(&["compile", transform.to_str().unwrap(), "-o", cwasm.to_str().unwrap(), "--world", "operation"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = husk(&["run", cwasm.to_str().unwrap(), "--input", r#"{"name":"aot"}"#]);
+    // Machine code runs with the user's rights: only when they say so.
+    let refused = one_line_error(&husk(&["run", cwasm.to_str().unwrap(), "--input", "{}"]));
+    assert!(refused.contains("precompiled") && refused.contains("--allow-precompiled"), "{refused}");
+    let out = husk(&["run", cwasm.to_str().unwrap(), "--input", r#"{"name":"aot"}"#, "--allow-precompiled"]);
     assert!(out.status.success());
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["stats"]["code_source"], "precompiled");
     assert_eq!(report["output"]["greeting"], "hello, aot");
+}
+
+#[test]
+fn run_kills_a_guest_blocked_in_a_host_call_at_its_timeout() {
+    for input in [r#"{"sleep_ms": 3600000}"#, r#"{"never": true}"#] {
+        let (code, report) = run("sleeper", input, &["--timeout", "200ms"]);
+        assert_eq!(code, i32::from(EXIT_LIMIT_KILL), "{input}: {report}");
+        assert_eq!(report["fault"]["code"], "husk.timeout", "{input}");
+        assert_eq!(report["fault"]["body"]["deadline_ms"], 200.0, "{input}");
+    }
+}
+
+#[test]
+fn run_logs_guest_text_with_its_control_characters_escaped() {
+    let forged = "fine\n2026-12-01T00:00:00.000000Z  INFO husk::outcome: job 7 completed";
+    let input = serde_json::json!({ "log": forged }).to_string();
+    let path = guest("forger");
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_husk"))
+        .args(["run", path.to_str().unwrap(), "--input", &input])
+        .env("HUSK_CACHE_DIR", cache.path())
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let log = String::from_utf8(out.stderr).unwrap();
+    // The log import's message stays on its line, its newline escaped.
+    assert!(
+        log.contains(r"husk::guest: fine\n2026-12-01T00:00:00.000000Z  INFO husk::outcome: job 7 completed"),
+        "{log}"
+    );
+    // No line starts with the guest's text: every one is husk's, with its
+    // own time and the guest's target.
+    assert!(log.lines().count() >= 5, "{log}");
+    for line in log.lines() {
+        assert!(!line.starts_with("2026-12-01T00:00:00.000000Z"), "a forged line: {log}");
+        if line.contains("husk::outcome: job 7") {
+            assert!(line.contains(" husk::guest: "), "a forged line: {line}");
+        }
+    }
 }

@@ -144,3 +144,36 @@ fn cancelling_a_running_guest_interrupts_it_at_the_next_tick() {
     assert_eq!(execution.raw_result(), None);
     worker.join().unwrap();
 }
+
+#[test]
+fn a_guest_fault_in_the_hosts_namespace_is_renamed_not_taken_for_a_kill() {
+    let sandbox = sandbox();
+    let plugin = load(&sandbox, "forger");
+    let forged = json!({ "message": "killed at its deadline", "deadline_ms": 5, "elapsed_ms": 6 });
+    let execution = run(&sandbox, &plugin, json!({ "code": codes::TIMEOUT, "body": forged }));
+    // A fault of the guest's own, not a kill.
+    assert!(matches!(execution.ending, RunEnding::Fault(_)), "{:?}", execution.ending);
+    let (fault, body) = fault(&execution);
+    assert_eq!(fault.code, codes::GUEST_RESERVED_CODE);
+    assert_eq!(body, json!({ "code": codes::TIMEOUT, "body": forged }));
+    // Codes outside the namespace pass as they are.
+    let (other, _) = crate::support::fault(&run(&sandbox, &plugin, json!({ "code": "huskish.timeout", "body": {} })));
+    assert_eq!(other.code, "huskish.timeout");
+}
+
+#[test]
+fn guest_text_cannot_start_a_line_of_its_own_in_the_hosts_log() {
+    let sandbox = sandbox();
+    let plugin = load(&sandbox, "forger");
+    let forged = "fine\n2026-12-01T00:00:00.000000Z  INFO husk::outcome: job 7 completed\r\0\u{1b}[2J";
+    let logs = GuestLogs::default();
+    let execution = logs.capture(|| run(&sandbox, &plugin, json!({ "log": forged })));
+    assert_eq!(output(&execution), json!({ "logged": true }));
+    let messages = logs.messages();
+    // The log import's message is one message, escaped; stdout and stderr
+    // are streams of lines, each line one message, escaped.
+    let rest = r"2026-12-01T00:00:00.000000Z  INFO husk::outcome: job 7 completed\r\u{0}\u{1b}[2J";
+    let whole = format!(r"fine\n{rest}");
+    assert_eq!(messages, vec![whole.as_str(), "fine", rest, "fine", rest], "{messages:?}");
+    assert!(messages.iter().all(|m| !m.chars().any(char::is_control)), "{messages:?}");
+}

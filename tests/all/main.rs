@@ -5,6 +5,7 @@
 #![allow(unreachable_pub, reason = "helpers of a test binary, shared between its modules")]
 
 mod api;
+mod blocking;
 mod classify;
 mod cli;
 mod crash;
@@ -28,3 +29,4 @@ mod support;
 mod support_sink;
 mod swap;
 mod timeout;
+mod trust;

@@ -219,14 +219,3 @@ fn second_load_comes_from_the_compile_cache() {
     assert_eq!(recompiled.code_source(), CodeSource::Compiled);
     assert_eq!(output(&run(&second, &recompiled, json!({ "name": "again" })))["greeting"], "hello, again");
 }
-
-#[test]
-fn precompiled_components_load_and_run() {
-    let sandbox = sandbox();
-    let wasm = std::fs::read(guest("transform")).unwrap();
-    let precompiled = sandbox.engine().precompile(&wasm).unwrap();
-    assert!(Engine::is_precompiled_component(&precompiled));
-    let plugin = Plugin::from_bytes(&sandbox, &precompiled, World::Operation, "transform.cwasm").unwrap();
-    assert_eq!(plugin.code_source(), CodeSource::Precompiled);
-    assert_eq!(output(&run(&sandbox, &plugin, json!({ "name": "aot" })))["greeting"], "hello, aot");
-}

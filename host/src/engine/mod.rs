@@ -13,7 +13,7 @@ use std::time::Duration;
 use wasmtime::component::Component;
 use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
 
-pub use cache::{CompileCache, content_digest};
+pub use cache::{CacheError, CompileCache, Compiled, content_digest};
 use ticker::Ticker;
 
 /// Default interval between epoch ticks: the granularity of deadlines.
@@ -80,13 +80,8 @@ pub enum EngineError {
     #[error("invalid engine configuration: {0:#}")]
     Config(wasmtime::Error),
     /// The compile cache directory could not be created.
-    #[error("cannot use compile cache directory {path}: {source}")]
-    Cache {
-        /// The directory.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Cache(CacheError),
 }
 
 /// Where a loaded component's machine code came from.
@@ -111,11 +106,28 @@ pub struct Engine {
 struct Inner {
     wasmtime: wasmtime::Engine,
     config: EngineConfig,
-    /// Mirror of the engine's epoch counter, so deadlines can be measured in
-    /// ticks (wasmtime does not expose the current epoch).
-    epoch: Arc<AtomicU64>,
+    epoch: Arc<Epoch>,
     cache: Option<CompileCache>,
     _ticker: Option<Ticker>,
+}
+
+/// The engine's epoch: wasmtime's counter, a mirror of it that can be read
+/// (wasmtime does not expose the current epoch), and a channel that wakes
+/// whoever waits for the next tick — a job blocked in a host call, which
+/// the epoch deadline inside WebAssembly cannot reach.
+struct Epoch {
+    wasmtime: wasmtime::Engine,
+    count: AtomicU64,
+    ticks: tokio::sync::watch::Sender<u64>,
+}
+
+impl Epoch {
+    fn increment(&self) {
+        // The mirror first: a job that wakes on the engine's tick must see it.
+        let now = self.count.fetch_add(1, Ordering::AcqRel) + 1;
+        self.wasmtime.increment_epoch();
+        self.ticks.send_replace(now);
+    }
 }
 
 impl std::fmt::Debug for Engine {
@@ -135,14 +147,24 @@ impl Engine {
     pub fn new(config: EngineConfig) -> Result<Self, EngineError> {
         let wasmtime = wasmtime::Engine::new(&wasmtime_config(&config)).map_err(EngineError::Config)?;
         let cache = match &config.cache_dir {
-            Some(dir) => Some(
-                CompileCache::open(dir, &wasmtime)
-                    .map_err(|source| EngineError::Cache { path: dir.clone(), source })?,
-            ),
+            Some(dir) => match CompileCache::open(dir, &wasmtime) {
+                Ok(cache) => Some(cache),
+                Err(error @ CacheError::NotPrivate { .. }) => {
+                    // Not an error to stop for: husk runs as well without a
+                    // cache, compiling each component itself.
+                    tracing::warn!(%error, "running without the compile cache");
+                    None
+                }
+                Err(error) => return Err(EngineError::Cache(error)),
+            },
             None => None,
         };
-        let epoch = Arc::new(AtomicU64::new(0));
-        let ticker = config.epoch_tick.map(|tick| Ticker::start(wasmtime.clone(), epoch.clone(), tick));
+        let epoch = Arc::new(Epoch {
+            wasmtime: wasmtime.clone(),
+            count: AtomicU64::new(0),
+            ticks: tokio::sync::watch::Sender::new(0),
+        });
+        let ticker = config.epoch_tick.map(|tick| Ticker::start(epoch.clone(), tick));
         Ok(Self { inner: Arc::new(Inner { wasmtime, config, epoch, cache, _ticker: ticker }) })
     }
 
@@ -165,12 +187,19 @@ impl Engine {
     /// its deadline. The ticker thread calls this; tests with a manual
     /// engine (`epoch_tick: None`) call it to drive deadlines.
     pub fn increment_epoch(&self) {
-        increment(&self.inner.wasmtime, &self.inner.epoch);
+        self.inner.epoch.increment();
     }
 
     /// The number of epoch ticks since the engine started.
     pub fn epoch(&self) -> u64 {
-        self.inner.epoch.load(Ordering::Acquire)
+        self.inner.epoch.count.load(Ordering::Acquire)
+    }
+
+    /// A receiver that wakes at every epoch tick (with the new count): how a
+    /// job blocked in a host call learns that its deadline passed or that it
+    /// was cancelled.
+    pub fn epoch_ticks(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.epoch.ticks.subscribe()
     }
 
     /// Turns a deadline into whole epoch ticks (at least one). With manual
@@ -181,15 +210,16 @@ impl Engine {
     }
 
     /// Compiles a component from WebAssembly bytes, through the compile
-    /// cache when there is one.
+    /// cache when there is one. A fresh compilation enters the cache only
+    /// when kept ([`Compiled::keep`]), once the caller found it usable.
     ///
     /// # Errors
     ///
     /// When the bytes are not a valid component for this engine.
-    pub fn compile(&self, wasm: &[u8]) -> wasmtime::Result<(Component, CodeSource)> {
+    pub fn compile(&self, wasm: &[u8]) -> wasmtime::Result<Compiled> {
         match &self.inner.cache {
             Some(cache) => cache.load_or_compile(&self.inner.wasmtime, wasm),
-            None => Ok((Component::new(&self.inner.wasmtime, wasm)?, CodeSource::Compiled)),
+            None => Ok(Compiled::new(Component::new(&self.inner.wasmtime, wasm)?)),
         }
     }
 
@@ -211,26 +241,24 @@ impl Engine {
 
     /// Loads a component precompiled by `husk compile`.
     ///
-    /// The bytes are machine code that will run in this process: load only
-    /// files produced by husk itself and kept where only the operator can
-    /// write. wasmtime checks that they were compiled by a compatible engine.
-    ///
     /// # Errors
     ///
     /// When the bytes are not a precompiled component or were compiled by an
     /// incompatible engine.
+    ///
+    /// # Safety
+    ///
+    /// The bytes are machine code that will run in this process, with all of
+    /// husk's rights: wasmtime checks their header and that a compatible
+    /// engine made them, and nothing else. The caller must know that they
+    /// are the unmodified output of [`Engine::precompile`] (`husk compile`),
+    /// read from a file only the operator can write — never bytes a tenant
+    /// or an API caller supplied, and never a file they can write.
     #[allow(unsafe_code)]
-    pub fn load_precompiled(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
-        // SAFETY: the bytes come from `husk compile` (see the doc comment);
-        // wasmtime validates the header and engine compatibility.
+    pub unsafe fn load_precompiled(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
+        // SAFETY: this function's own contract, passed on to its caller.
         unsafe { Component::deserialize(&self.inner.wasmtime, bytes) }
     }
-}
-
-fn increment(engine: &wasmtime::Engine, epoch: &AtomicU64) {
-    // The mirror first: a job that wakes on the engine's tick must see it.
-    epoch.fetch_add(1, Ordering::AcqRel);
-    engine.increment_epoch();
 }
 
 /// Core instances (and tables) the pool reserves per component instance, on
@@ -246,7 +274,9 @@ fn wasmtime_config(config: &EngineConfig) -> wasmtime::Config {
         .total_core_instances(config.max_instances.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
         .total_memories(config.max_instances.saturating_mul(2))
         .total_tables(config.max_instances.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
-        .total_stacks(0)
+        // One fiber stack per running job: jobs run with `call_async`, so
+        // that a job blocked in a host call can be dropped at its deadline.
+        .total_stacks(config.max_instances)
         .max_memory_size(config.max_memory as usize)
         .max_core_instances_per_component(64)
         .max_memories_per_component(4)

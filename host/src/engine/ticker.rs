@@ -2,7 +2,6 @@
 //! interval, which is what makes epoch deadlines fire.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -14,14 +13,14 @@ pub(super) struct Ticker {
 }
 
 impl Ticker {
-    /// Starts ticking `engine` every `tick`.
-    pub(super) fn start(engine: wasmtime::Engine, epoch: Arc<AtomicU64>, tick: Duration) -> Self {
+    /// Starts advancing `epoch` every `tick`.
+    pub(super) fn start(epoch: Arc<super::Epoch>, tick: Duration) -> Self {
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("husk-epoch".into())
             .spawn(move || {
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
-                    super::increment(&engine, &epoch);
+                    epoch.increment();
                 }
             })
             .expect("spawning the epoch ticker thread");

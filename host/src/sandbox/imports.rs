@@ -66,8 +66,10 @@ impl HasData for HasTable {
 }
 
 /// Every interface husk provides, sorted by name. The `add` functions are
-/// those `wasmtime_wasi::p2::add_to_linker_with_options_sync` calls (the
-/// `sync` bindings where it uses them), one interface each.
+/// those `wasmtime_wasi::p2::add_to_linker_with_options_async` calls, one
+/// interface each: the async bindings, so that a guest waiting in
+/// `wasi:io/poll` (or any other call that can block) waits in a future the
+/// sandbox can drop at the job's deadline, not on the worker's thread.
 const PROVIDED: &[Provided] = &[
     Provided { name: "husk:worker/log", family: Family::Husk, add: |l| log::add_to_linker::<_, HasSelf<_>>(l, |s| s) },
     Provided {
@@ -143,7 +145,7 @@ const PROVIDED: &[Provided] = &[
     Provided {
         name: "wasi:filesystem/types",
         family: Family::Wasi,
-        add: |l| bindings::sync::filesystem::types::add_to_linker::<_, WasiFilesystem>(l, JobState::filesystem),
+        add: |l| bindings::filesystem::types::add_to_linker::<_, WasiFilesystem>(l, JobState::filesystem),
     },
     Provided {
         name: "wasi:io/error",
@@ -153,12 +155,12 @@ const PROVIDED: &[Provided] = &[
     Provided {
         name: "wasi:io/poll",
         family: Family::Wasi,
-        add: |l| bindings::sync::io::poll::add_to_linker::<_, HasTable>(l, JobState::table),
+        add: |l| bindings::io::poll::add_to_linker::<_, HasTable>(l, JobState::table),
     },
     Provided {
         name: "wasi:io/streams",
         family: Family::Wasi,
-        add: |l| bindings::sync::io::streams::add_to_linker::<_, HasTable>(l, JobState::table),
+        add: |l| bindings::io::streams::add_to_linker::<_, HasTable>(l, JobState::table),
     },
     Provided {
         name: "wasi:random/insecure",
@@ -196,7 +198,7 @@ const PROVIDED: &[Provided] = &[
     Provided {
         name: "wasi:sockets/tcp",
         family: Family::Wasi,
-        add: |l| bindings::sync::sockets::tcp::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
+        add: |l| bindings::sockets::tcp::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
     },
     Provided {
         name: "wasi:sockets/tcp-create-socket",
@@ -206,12 +208,12 @@ const PROVIDED: &[Provided] = &[
     Provided {
         name: "wasi:sockets/udp",
         family: Family::Wasi,
-        add: |l| bindings::sync::sockets::udp::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
+        add: |l| bindings::sockets::udp::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
     },
     Provided {
         name: "wasi:sockets/udp-create-socket",
         family: Family::Wasi,
-        add: |l| bindings::sync::sockets::udp_create_socket::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
+        add: |l| bindings::sockets::udp_create_socket::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
     },
 ];
 

@@ -163,7 +163,7 @@ impl Inner {
         }
         self.stats.bytes_written += len;
         let text = String::from_utf8_lossy(bytes);
-        let text = text.trim_end();
+        let text = escape_controls(text.trim_end());
         let (job_id, topic) = (&self.job_id, &self.topic);
         match source {
             Source::Log(LogLevel::Trace) => tracing::trace!(target: GUEST_TARGET, job_id = %job_id, %topic, "{text}"),
@@ -179,6 +179,28 @@ impl Inner {
             }
         }
     }
+}
+
+/// Guest text as one log field: control characters (newline, carriage
+/// return, NUL, escape sequences...) and Unicode line separators are written
+/// as escapes (`\n`, `\r`, `\u{1b}`), so a guest cannot end its line in
+/// husk's log and forge one of husk's own, or drive the operator's terminal.
+fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !text.chars().any(escaped) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if escaped(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out.into()
 }
 
 /// The guest's stdout or stderr: every write goes to the job's log. Writes
@@ -242,5 +264,19 @@ impl tokio::io::AsyncWrite for GuestOutput {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_controls;
+
+    #[test]
+    fn control_characters_are_escaped_and_plain_text_is_not_copied() {
+        assert!(matches!(escape_controls("plain text, ünïcode"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            escape_controls("a\nb\rc\td\0e\u{1b}[31mf\u{2028}g\u{7f}"),
+            "a\\nb\\rc\\td\\u{0}e\\u{1b}[31mf\\u{2028}g\\u{7f}"
+        );
     }
 }

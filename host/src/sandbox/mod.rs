@@ -13,6 +13,7 @@
 pub mod imports;
 mod kill;
 mod logs;
+mod runtime;
 mod state;
 
 use std::sync::Arc;
@@ -53,7 +54,9 @@ pub struct Limits {
     pub fuel: Option<u64>,
     /// Largest linear memory, in bytes (`husk.memory-limit` past it).
     pub memory: u64,
-    /// Largest output or fault, in bytes (`husk.output-too-large` past it).
+    /// Largest output or fault (code plus body), in bytes; for an error
+    /// mapper, largest string of its classification
+    /// (`husk.output-too-large` past it).
     pub max_output: u64,
     /// Bytes of guest log kept per job; the rest is dropped.
     pub log_cap: u64,
@@ -79,7 +82,9 @@ impl Default for Limits {
 
 impl Limits {
     /// The small limits an error mapper runs with: 100 ms, 10 million units
-    /// of fuel when fuel is enabled, 16 MiB of memory, 64 KiB of output.
+    /// of fuel when fuel is enabled, 16 MiB of memory, and 64 KiB of output
+    /// for each string of its classification (code, message, status,
+    /// diagnostic).
     pub fn error_mapper() -> Self {
         Self {
             deadline: Duration::from_millis(100),
@@ -199,6 +204,15 @@ pub enum SandboxError {
 /// Runs guests on an [`Engine`]. Each plugin is linked to only the
 /// interfaces it imports (see [`imports`]); the sandbox keeps one linker per
 /// set of interfaces for the plugins it loads. Cheap to clone.
+///
+/// Guests run with wasmtime's async support, so that every way a job can
+/// wait is bounded: code in WebAssembly is interrupted by the epoch deadline
+/// (and checks its cancel token at every tick), and a job waiting in a host
+/// call (a WASI sleep, a poll that never becomes ready) is dropped at the
+/// first epoch tick past its deadline or after its cancel, its instance
+/// with it. [`Sandbox::execute`] and [`Sandbox::classify`] drive the
+/// run on a small runtime of the calling thread; from async code, use
+/// [`Sandbox::execute_async`] and [`Sandbox::classify_async`].
 #[derive(Clone)]
 pub struct Sandbox {
     engine: Engine,
@@ -232,14 +246,37 @@ impl Sandbox {
         &self.linkers
     }
 
-    /// Runs `job` on the operation `plugin` with `limits`.
+    /// Runs `job` on the operation `plugin` with `limits`, on the calling
+    /// thread.
     ///
     /// # Errors
     ///
     /// [`SandboxError`] when the plugin is not an operation or the limits ask
     /// for fuel on an engine without it. Everything the guest does is in the
     /// returned [`Execution`].
+    ///
+    /// # Panics
+    ///
+    /// When called from inside an async runtime (use
+    /// [`Sandbox::execute_async`] there).
     pub fn execute(
+        &self,
+        plugin: &Plugin,
+        job: &Job,
+        limits: &Limits,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Execution, SandboxError> {
+        runtime::block_on(self.execute_async(plugin, job, limits, cancel))
+    }
+
+    /// [`Sandbox::execute`] as a future. The run ends at its deadline or
+    /// cancel even while the guest waits in a host call; dropping the future
+    /// drops the instance.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::execute`].
+    pub async fn execute_async(
         &self,
         plugin: &Plugin,
         job: &Job,
@@ -249,11 +286,16 @@ impl Sandbox {
         let pre = plugin
             .operation_pre()
             .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::Operation })?;
-        let execution = self.run(&job.id, &job.topic, limits, cancel, |store| {
-            let instance = with_pool_retry(|| pre.instantiate(&mut *store))?;
-            instance.call_execute(&mut *store, job)
-        })?;
-        Ok(execution.and_then_returned(|result| {
+        let mut run = self.start(&job.id, &job.topic, limits, cancel)?;
+        let (deadline, store) = (run.deadline, &mut run.store);
+        let result = self
+            .watched(deadline, cancel, async {
+                let instance = with_pool_retry(async || pre.instantiate_async(&mut *store).await).await?;
+                instance.call_execute(&mut *store, job).await
+            })
+            .await;
+        Ok(run.finish(result).and_then_returned(|result| {
+            let result = result.map_err(|fault| Fault::from_guest(fault.code, fault.body));
             let size = match &result {
                 Ok(output) => output.len(),
                 Err(fault) => fault.code.len() + fault.body.len(),
@@ -263,17 +305,39 @@ impl Sandbox {
             }
             match result {
                 Ok(output) => RunEnding::Returned(output),
-                Err(fault) => RunEnding::Fault(Fault { code: fault.code, body: fault.body }),
+                Err(fault) => RunEnding::Fault(fault),
             }
         }))
     }
 
-    /// Runs the error mapper `plugin` on `fault` with `limits`.
+    /// Runs the error mapper `plugin` on `fault` with `limits`, on the
+    /// calling thread. Each string of the classification (code, message,
+    /// status, diagnostic) may be at most `limits.max_output` bytes; past
+    /// that the run ends [`Kill::OutputTooLarge`].
     ///
     /// # Errors
     ///
     /// As [`Sandbox::execute`].
+    ///
+    /// # Panics
+    ///
+    /// When called from inside an async runtime (use
+    /// [`Sandbox::classify_async`] there).
     pub fn classify(
+        &self,
+        plugin: &Plugin,
+        fault: &Fault,
+        limits: &Limits,
+    ) -> Result<Execution<Classification>, SandboxError> {
+        runtime::block_on(self.classify_async(plugin, fault, limits))
+    }
+
+    /// [`Sandbox::classify`] as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::execute`].
+    pub async fn classify_async(
         &self,
         plugin: &Plugin,
         fault: &Fault,
@@ -283,22 +347,32 @@ impl Sandbox {
             .error_mapper_pre()
             .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::ErrorMapper })?;
         let wit_fault = operation::husk::worker::types::Fault { code: fault.code.clone(), body: fault.body.clone() };
-        self.run("", "error-mapper", limits, None, |store| {
-            let instance = with_pool_retry(|| pre.instantiate(&mut *store))?;
-            instance.call_classify(&mut *store, &wit_fault)
-        })
+        let mut run = self.start("", "error-mapper", limits, None)?;
+        let (deadline, store) = (run.deadline, &mut run.store);
+        let result = self
+            .watched(deadline, None, async {
+                let instance = with_pool_retry(async || pre.instantiate_async(&mut *store).await).await?;
+                instance.call_classify(&mut *store, &wit_fault).await
+            })
+            .await;
+        Ok(run.finish(result).and_then_returned(|classification| {
+            let size = classification_strings(&classification).map(str::len).max().unwrap_or(0) as u64;
+            if size > limits.max_output {
+                return RunEnding::Killed(Kill::OutputTooLarge { limit: limits.max_output, size });
+            }
+            RunEnding::Returned(classification)
+        }))
     }
 
-    /// Runs `call` in a fresh store with `limits`, and maps every way it can
-    /// end.
-    fn run<R>(
+    /// A fresh store for one run with `limits`: memory cap, fuel budget,
+    /// and the epoch deadline armed.
+    fn start(
         &self,
         job_id: &str,
         topic: &str,
         limits: &Limits,
         cancel: Option<&CancelToken>,
-        call: impl FnOnce(&mut Store<JobState>) -> wasmtime::Result<R>,
-    ) -> Result<Execution<R>, SandboxError> {
+    ) -> Result<Run, SandboxError> {
         let fuel_enabled = self.engine.config().fuel;
         if limits.fuel.is_some() && !fuel_enabled {
             return Err(SandboxError::FuelDisabled);
@@ -313,56 +387,137 @@ impl Sandbox {
         };
         let mut store = Store::new(self.engine.wasmtime(), JobState::new(log.clone(), limiter));
         store.limiter(|state| &mut state.limiter);
-        let fuel_budget = limits.fuel.unwrap_or(u64::MAX);
-        if fuel_enabled {
-            store.set_fuel(fuel_budget).expect("fuel is enabled on this engine");
+        let fuel_budget = fuel_enabled.then(|| limits.fuel.unwrap_or(u64::MAX));
+        if let Some(budget) = fuel_budget {
+            store.set_fuel(budget).expect("fuel is enabled on this engine");
         }
-        self.arm_deadline(&mut store, limits.deadline, cancel.cloned());
+        let deadline = TickDeadline { started_at: self.engine.epoch(), ticks: self.engine.ticks_for(limits.deadline) };
+        self.arm_deadline(&mut store, deadline, cancel.cloned());
+        let cx = FailureContext {
+            deadline: limits.deadline,
+            elapsed: Duration::ZERO,
+            fuel: limits.fuel,
+            max_wasm_stack: self.engine.config().max_wasm_stack,
+            guest_message: None,
+        };
+        Ok(Run { store, started, deadline, log, fuel_budget, cx })
+    }
 
-        let result = call(&mut store);
+    /// Runs `guest` until it ends, or until the first epoch tick at which
+    /// its deadline has passed or its cancel token is set, whichever comes
+    /// first. The epoch callback (see [`Sandbox::arm_deadline`]) stops a
+    /// guest running WebAssembly; this stops one waiting in a host call,
+    /// where no WebAssembly runs to be interrupted, by dropping its future
+    /// (wasmtime unwinds the guest's stack) and failing the run the same way.
+    async fn watched<R>(
+        &self,
+        deadline: TickDeadline,
+        cancel: Option<&CancelToken>,
+        guest: impl Future<Output = wasmtime::Result<R>>,
+    ) -> wasmtime::Result<R> {
+        let watchdog = async {
+            let mut epochs = self.engine.epoch_ticks();
+            loop {
+                if let Some(stop) = deadline.check(&self.engine, cancel) {
+                    return stop;
+                }
+                if epochs.changed().await.is_err() {
+                    // The engine is gone; its ticks with it. Cannot happen
+                    // while this sandbox holds the engine.
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        // Biased: the guest first, so a job that never waits never polls
+        // (or builds) the watchdog.
+        tokio::select! {
+            biased;
+            result = guest => result,
+            stopped = watchdog => Err(stopped),
+        }
+    }
 
+    /// Sets the store's epoch deadline: at every tick while WebAssembly
+    /// runs, the callback checks the cancel token and the deadline.
+    fn arm_deadline(&self, store: &mut Store<JobState>, deadline: TickDeadline, cancel: Option<CancelToken>) {
+        let engine = self.engine.clone();
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| match deadline.check(&engine, cancel.as_ref()) {
+            Some(stop) => Err(stop),
+            None => Ok(UpdateDeadline::Continue(1)),
+        });
+    }
+}
+
+/// A run's deadline in epoch ticks: it ends at the first tick at which
+/// `ticks` have passed since `started_at`.
+#[derive(Debug, Clone, Copy)]
+struct TickDeadline {
+    started_at: u64,
+    ticks: u64,
+}
+
+impl TickDeadline {
+    /// What stops the run now, if anything: its cancel, or its deadline.
+    /// The same check at every tick, whether the guest is in WebAssembly or
+    /// in a host call.
+    fn check(self, engine: &Engine, cancel: Option<&CancelToken>) -> Option<wasmtime::Error> {
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            return Some(wasmtime::Error::new(CancelRequested));
+        }
+        if engine.epoch().saturating_sub(self.started_at) >= self.ticks {
+            return Some(wasmtime::Error::new(DeadlinePassed { ticks: self.ticks }));
+        }
+        None
+    }
+}
+
+/// One run in progress: its store and what [`Run::finish`] needs to turn
+/// the run's result into an [`Execution`].
+struct Run {
+    store: Store<JobState>,
+    started: Instant,
+    deadline: TickDeadline,
+    log: logs::JobLog,
+    fuel_budget: Option<u64>,
+    cx: FailureContext,
+}
+
+impl Run {
+    /// Drops the store (the instance with it) and maps every way the run
+    /// can have ended.
+    fn finish<R>(self, result: wasmtime::Result<R>) -> Execution<R> {
+        let Run { store, started, log, fuel_budget, cx, .. } = self;
         let elapsed = started.elapsed();
-        let fuel_consumed = fuel_enabled.then(|| fuel_budget - store.get_fuel().unwrap_or(0));
+        let fuel_consumed = fuel_budget.map(|budget| budget - store.get_fuel().unwrap_or(0));
         let peak_memory = store.data().limiter.peak_memory as u64;
         drop(store);
         log.finish();
         let ending = match result {
             Ok(value) => RunEnding::Returned(value),
             Err(error) => {
-                let cx = FailureContext {
-                    deadline: limits.deadline,
-                    elapsed,
-                    fuel: limits.fuel,
-                    max_wasm_stack: self.engine.config().max_wasm_stack,
-                    guest_message: log.stderr_tail(),
-                };
+                let cx = FailureContext { elapsed, guest_message: log.stderr_tail(), ..cx };
                 match classify_error(&error, cx) {
                     Failure::Cancelled => RunEnding::Cancelled,
                     Failure::Killed(kill) => RunEnding::Killed(kill),
                 }
             }
         };
-        Ok(Execution { ending, elapsed, fuel_consumed, peak_memory, log: log.stats() })
+        Execution { ending, elapsed, fuel_consumed, peak_memory, log: log.stats() }
     }
+}
 
-    /// Sets the store's epoch deadline: every tick, the callback checks the
-    /// cancel token and whether the deadline (in ticks since the job
-    /// started) has passed.
-    fn arm_deadline(&self, store: &mut Store<JobState>, deadline: Duration, cancel: Option<CancelToken>) {
-        let engine = self.engine.clone();
-        let ticks = engine.ticks_for(deadline);
-        let started_at = engine.epoch();
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            if cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
-                return Err(wasmtime::Error::new(CancelRequested));
-            }
-            if engine.epoch().saturating_sub(started_at) >= ticks {
-                return Err(wasmtime::Error::new(DeadlinePassed { ticks }));
-            }
-            Ok(UpdateDeadline::Continue(1))
-        });
-    }
+/// Every string of a classification, whose sizes the mapper's output cap
+/// bounds.
+fn classification_strings(classification: &Classification) -> impl Iterator<Item = &str> {
+    let (first, second) = match classification {
+        Classification::Technical(diagnostic) | Classification::TechnicalNonRetryable(diagnostic) => {
+            (diagnostic.as_str(), None)
+        }
+        Classification::BusinessError(error) => (error.code.as_str(), Some(error.message.as_str())),
+        Classification::BusinessStatus(status) => (status.as_str(), None),
+    };
+    std::iter::once(first).chain(second)
 }
 
 impl<T> Execution<T> {
@@ -394,12 +549,13 @@ const POOL_WAIT: Duration = Duration::from_secs(2);
 /// Such a moment is the host's, not the job's: it must not cost the job an
 /// attempt. The wait is bounded in time, not in tries, because the thread
 /// freeing the slot may be descheduled for longer than a burst of tries on a
-/// loaded machine.
-fn with_pool_retry<T>(mut instantiate: impl FnMut() -> wasmtime::Result<T>) -> wasmtime::Result<T> {
+/// loaded machine. (The wait counts toward the job's deadline, like the rest
+/// of its instantiation.)
+async fn with_pool_retry<T>(mut instantiate: impl AsyncFnMut() -> wasmtime::Result<T>) -> wasmtime::Result<T> {
     let started = Instant::now();
     let mut tries = 0u32;
     loop {
-        match instantiate() {
+        match instantiate().await {
             Err(error) if error.is::<wasmtime::PoolConcurrencyLimitError>() && started.elapsed() < POOL_WAIT => {
                 tries += 1;
                 // Spin briefly (a slot usually frees within microseconds),
@@ -407,7 +563,7 @@ fn with_pool_retry<T>(mut instantiate: impl FnMut() -> wasmtime::Result<T>) -> w
                 if tries < 100 {
                     std::thread::yield_now();
                 } else {
-                    std::thread::sleep(Duration::from_millis(1));
+                    tokio::time::sleep(Duration::from_millis(1)).await;
                 }
             }
             result => return result,

@@ -1,0 +1,24 @@
+//! The runtime a job's future runs on when the sandbox is called from
+//! plain code: one current-thread tokio runtime per thread, made on the
+//! thread's first job and kept for the next ones. Its time driver serves the
+//! guest's WASI clocks; the engine's epoch ticks wake the run's watchdog from
+//! the ticker thread.
+
+use std::future::Future;
+
+thread_local! {
+    static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("building a current-thread tokio runtime");
+}
+
+/// Runs `future` to its end on this thread's runtime.
+///
+/// # Panics
+///
+/// When called from inside an async runtime (tokio refuses to block a
+/// thread that drives one).
+pub(super) fn block_on<F: Future>(future: F) -> F::Output {
+    RUNTIME.with(|runtime| runtime.block_on(future))
+}
