@@ -5,6 +5,7 @@
 //! the ticker thread.
 
 use std::future::Future;
+use std::task::{Context, Poll, Waker};
 
 thread_local! {
     static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
@@ -15,10 +16,25 @@ thread_local! {
 
 /// Runs `future` to its end on this thread's runtime.
 ///
+/// Most jobs never wait: they end at the first poll, which is made in the
+/// runtime's context (a guest's first WASI sleep needs its timers) but
+/// without entering its scheduler. Only a future still pending after it is
+/// driven by `block_on`, which polls it again with a real waker.
+///
 /// # Panics
 ///
 /// When called from inside an async runtime (tokio refuses to block a
 /// thread that drives one).
 pub(super) fn block_on<F: Future>(future: F) -> F::Output {
-    RUNTIME.with(|runtime| runtime.block_on(future))
+    RUNTIME.with(|runtime| {
+        let mut future = std::pin::pin!(future);
+        {
+            let _context = runtime.enter();
+            let mut cx = Context::from_waker(Waker::noop());
+            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return output;
+            }
+        }
+        runtime.block_on(future)
+    })
 }
