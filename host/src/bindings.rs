@@ -9,9 +9,6 @@ pub mod operation {
         path: "../wit",
         world: "operation",
         additional_derives: [PartialEq, Eq],
-        // `call_execute` is async: the sandbox drops its future at the
-        // job's deadline (see `sandbox::Sandbox::execute_async`).
-        exports: { default: async },
     });
 }
 
@@ -21,7 +18,6 @@ pub mod error_mapper {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "error-mapper",
-        exports: { default: async },
         with: {
             "husk:worker/types": super::operation::husk::worker::types,
             "husk:worker/log": super::operation::husk::worker::log,

@@ -274,9 +274,7 @@ fn wasmtime_config(config: &EngineConfig) -> wasmtime::Config {
         .total_core_instances(config.max_instances.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
         .total_memories(config.max_instances.saturating_mul(2))
         .total_tables(config.max_instances.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
-        // One fiber stack per running job: jobs run with `call_async`, so
-        // that a job blocked in a host call can be dropped at its deadline.
-        .total_stacks(config.max_instances)
+        .total_stacks(0)
         .max_memory_size(config.max_memory as usize)
         .max_core_instances_per_component(64)
         .max_memories_per_component(4)

@@ -25,6 +25,7 @@ use wasmtime_wasi::random::{WasiRandom, WasiRandomView as _};
 use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
 
 use super::JobState;
+use super::waits::BoundedIo;
 use crate::bindings::operation::husk::worker::{log, types};
 
 /// Adds one interface to a linker.
@@ -57,19 +58,26 @@ struct Provided {
     add: Add,
 }
 
-/// `HasData` for the `wasi:io` interfaces, whose host state is the resource
-/// table.
+/// `HasData` for `wasi:io/error`, whose host state is the resource table.
 struct HasTable;
 
 impl HasData for HasTable {
     type Data<'a> = &'a mut ResourceTable;
 }
 
+/// `HasData` for `wasi:io/poll` and `wasi:io/streams`: the resource table
+/// and the job's bound.
+struct HasBoundedIo;
+
+impl HasData for HasBoundedIo {
+    type Data<'a> = BoundedIo<'a>;
+}
+
 /// Every interface husk provides, sorted by name. The `add` functions are
-/// those `wasmtime_wasi::p2::add_to_linker_with_options_async` calls, one
-/// interface each: the async bindings, so that a guest waiting in
-/// `wasi:io/poll` (or any other call that can block) waits in a future the
-/// sandbox can drop at the job's deadline, not on the worker's thread.
+/// those `wasmtime_wasi::p2::add_to_linker_with_options_sync` calls, one
+/// interface each, but for `wasi:io/poll` and `wasi:io/streams`, the calls
+/// a guest can wait in, which are husk's own, bounded by the job's deadline
+/// and cancel (see `waits`).
 const PROVIDED: &[Provided] = &[
     Provided { name: "husk:worker/log", family: Family::Husk, add: |l| log::add_to_linker::<_, HasSelf<_>>(l, |s| s) },
     Provided {
@@ -145,7 +153,7 @@ const PROVIDED: &[Provided] = &[
     Provided {
         name: "wasi:filesystem/types",
         family: Family::Wasi,
-        add: |l| bindings::filesystem::types::add_to_linker::<_, WasiFilesystem>(l, JobState::filesystem),
+        add: |l| bindings::sync::filesystem::types::add_to_linker::<_, WasiFilesystem>(l, JobState::filesystem),
     },
     Provided {
         name: "wasi:io/error",
@@ -155,12 +163,12 @@ const PROVIDED: &[Provided] = &[
     Provided {
         name: "wasi:io/poll",
         family: Family::Wasi,
-        add: |l| bindings::io::poll::add_to_linker::<_, HasTable>(l, JobState::table),
+        add: |l| bindings::sync::io::poll::add_to_linker::<_, HasBoundedIo>(l, JobState::bounded_io),
     },
     Provided {
         name: "wasi:io/streams",
         family: Family::Wasi,
-        add: |l| bindings::io::streams::add_to_linker::<_, HasTable>(l, JobState::table),
+        add: |l| bindings::sync::io::streams::add_to_linker::<_, HasBoundedIo>(l, JobState::bounded_io),
     },
     Provided {
         name: "wasi:random/insecure",
@@ -198,7 +206,7 @@ const PROVIDED: &[Provided] = &[
     Provided {
         name: "wasi:sockets/tcp",
         family: Family::Wasi,
-        add: |l| bindings::sockets::tcp::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
+        add: |l| bindings::sync::sockets::tcp::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
     },
     Provided {
         name: "wasi:sockets/tcp-create-socket",
@@ -208,12 +216,12 @@ const PROVIDED: &[Provided] = &[
     Provided {
         name: "wasi:sockets/udp",
         family: Family::Wasi,
-        add: |l| bindings::sockets::udp::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
+        add: |l| bindings::sync::sockets::udp::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
     },
     Provided {
         name: "wasi:sockets/udp-create-socket",
         family: Family::Wasi,
-        add: |l| bindings::sockets::udp_create_socket::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
+        add: |l| bindings::sync::sockets::udp_create_socket::add_to_linker::<_, WasiSockets>(l, JobState::sockets),
     },
 ];
 

@@ -15,6 +15,7 @@ mod kill;
 mod logs;
 mod runtime;
 mod state;
+mod waits;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,11 +23,12 @@ use std::time::{Duration, Instant};
 
 use wasmtime::{Store, UpdateDeadline};
 
-use kill::{CancelRequested, DeadlinePassed, Failure, FailureContext, classify_error};
+use kill::{Failure, FailureContext, classify_error};
 pub use kill::{Kill, MemoryLimitExceeded};
 pub use logs::{GUEST_TARGET, LogStats};
 use state::JobLimiter;
 pub(crate) use state::JobState;
+use waits::Bound;
 
 pub use crate::bindings::Job;
 use crate::bindings::{Classification, operation};
@@ -205,14 +207,13 @@ pub enum SandboxError {
 /// interfaces it imports (see [`imports`]); the sandbox keeps one linker per
 /// set of interfaces for the plugins it loads. Cheap to clone.
 ///
-/// Guests run with wasmtime's async support, so that every way a job can
-/// wait is bounded: code in WebAssembly is interrupted by the epoch deadline
-/// (and checks its cancel token at every tick), and a job waiting in a host
-/// call (a WASI sleep, a poll that never becomes ready) is dropped at the
-/// first epoch tick past its deadline or after its cancel, its instance
-/// with it. [`Sandbox::execute`] and [`Sandbox::classify`] drive the
-/// run on a small runtime of the calling thread; from async code, use
-/// [`Sandbox::execute_async`] and [`Sandbox::classify_async`].
+/// Every way a job can wait is bounded by its deadline and its cancel: code
+/// in WebAssembly is interrupted by the epoch deadline (whose callback also
+/// checks the cancel token at every tick), and a job waiting in a host call
+/// (a WASI sleep, a poll of a pollable that never becomes ready, a blocking
+/// stream operation) is woken at the first epoch tick past its deadline or
+/// after its cancel, and the call traps (see `waits`). Either way the
+/// instance is dropped and the thread takes its next job.
 #[derive(Clone)]
 pub struct Sandbox {
     engine: Engine,
@@ -247,36 +248,16 @@ impl Sandbox {
     }
 
     /// Runs `job` on the operation `plugin` with `limits`, on the calling
-    /// thread.
+    /// thread (a guest waiting in a host call waits on a small runtime of
+    /// that thread: call it from plain code, not from inside an async
+    /// runtime).
     ///
     /// # Errors
     ///
     /// [`SandboxError`] when the plugin is not an operation or the limits ask
     /// for fuel on an engine without it. Everything the guest does is in the
     /// returned [`Execution`].
-    ///
-    /// # Panics
-    ///
-    /// When called from inside an async runtime (use
-    /// [`Sandbox::execute_async`] there).
     pub fn execute(
-        &self,
-        plugin: &Plugin,
-        job: &Job,
-        limits: &Limits,
-        cancel: Option<&CancelToken>,
-    ) -> Result<Execution, SandboxError> {
-        runtime::block_on(self.execute_async(plugin, job, limits, cancel))
-    }
-
-    /// [`Sandbox::execute`] as a future. The run ends at its deadline or
-    /// cancel even while the guest waits in a host call; dropping the future
-    /// drops the instance.
-    ///
-    /// # Errors
-    ///
-    /// As [`Sandbox::execute`].
-    pub async fn execute_async(
         &self,
         plugin: &Plugin,
         job: &Job,
@@ -287,13 +268,9 @@ impl Sandbox {
             .operation_pre()
             .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::Operation })?;
         let mut run = self.start(&job.id, &job.topic, limits, cancel)?;
-        let (deadline, store) = (run.deadline, &mut run.store);
-        let result = self
-            .watched(deadline, cancel, async {
-                let instance = with_pool_retry(async || pre.instantiate_async(&mut *store).await).await?;
-                instance.call_execute(&mut *store, job).await
-            })
-            .await;
+        let store = &mut run.store;
+        let result = with_pool_retry(|| pre.instantiate(&mut *store))
+            .and_then(|instance| instance.call_execute(&mut *store, job));
         Ok(run.finish(result).and_then_returned(|result| {
             let result = result.map_err(|fault| Fault::from_guest(fault.code, fault.body));
             let size = match &result {
@@ -311,33 +288,15 @@ impl Sandbox {
     }
 
     /// Runs the error mapper `plugin` on `fault` with `limits`, on the
-    /// calling thread. Each string of the classification (code, message,
-    /// status, diagnostic) may be at most `limits.max_output` bytes; past
-    /// that the run ends [`Kill::OutputTooLarge`].
+    /// calling thread (as [`Sandbox::execute`]). Each string of the
+    /// classification (code, message, status, diagnostic) may be at most
+    /// `limits.max_output` bytes; past that the run ends
+    /// [`Kill::OutputTooLarge`].
     ///
     /// # Errors
     ///
     /// As [`Sandbox::execute`].
-    ///
-    /// # Panics
-    ///
-    /// When called from inside an async runtime (use
-    /// [`Sandbox::classify_async`] there).
     pub fn classify(
-        &self,
-        plugin: &Plugin,
-        fault: &Fault,
-        limits: &Limits,
-    ) -> Result<Execution<Classification>, SandboxError> {
-        runtime::block_on(self.classify_async(plugin, fault, limits))
-    }
-
-    /// [`Sandbox::classify`] as a future.
-    ///
-    /// # Errors
-    ///
-    /// As [`Sandbox::execute`].
-    pub async fn classify_async(
         &self,
         plugin: &Plugin,
         fault: &Fault,
@@ -348,13 +307,9 @@ impl Sandbox {
             .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::ErrorMapper })?;
         let wit_fault = operation::husk::worker::types::Fault { code: fault.code.clone(), body: fault.body.clone() };
         let mut run = self.start("", "error-mapper", limits, None)?;
-        let (deadline, store) = (run.deadline, &mut run.store);
-        let result = self
-            .watched(deadline, None, async {
-                let instance = with_pool_retry(async || pre.instantiate_async(&mut *store).await).await?;
-                instance.call_classify(&mut *store, &wit_fault).await
-            })
-            .await;
+        let store = &mut run.store;
+        let result = with_pool_retry(|| pre.instantiate(&mut *store))
+            .and_then(|instance| instance.call_classify(&mut *store, &wit_fault));
         Ok(run.finish(result).and_then_returned(|classification| {
             let size = classification_strings(&classification).map(str::len).max().unwrap_or(0) as u64;
             if size > limits.max_output {
@@ -365,7 +320,8 @@ impl Sandbox {
     }
 
     /// A fresh store for one run with `limits`: memory cap, fuel budget,
-    /// and the epoch deadline armed.
+    /// and its bound (deadline and cancel) armed for WebAssembly and for
+    /// host calls.
     fn start(
         &self,
         job_id: &str,
@@ -385,14 +341,24 @@ impl Sandbox {
             instances: limits.instances as usize,
             peak_memory: 0,
         };
-        let mut store = Store::new(self.engine.wasmtime(), JobState::new(log.clone(), limiter));
+        let bound = Bound {
+            engine: self.engine.clone(),
+            started_at: self.engine.epoch(),
+            ticks: self.engine.ticks_for(limits.deadline),
+            cancel: cancel.cloned(),
+        };
+        let mut store = Store::new(self.engine.wasmtime(), JobState::new(log.clone(), limiter, bound));
         store.limiter(|state| &mut state.limiter);
         let fuel_budget = fuel_enabled.then(|| limits.fuel.unwrap_or(u64::MAX));
         if let Some(budget) = fuel_budget {
             store.set_fuel(budget).expect("fuel is enabled on this engine");
         }
-        let deadline = TickDeadline { started_at: self.engine.epoch(), ticks: self.engine.ticks_for(limits.deadline) };
-        self.arm_deadline(&mut store, deadline, cancel.cloned());
+        // At every tick while WebAssembly runs: the same check as a wait's.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|store| match store.data().bound.check() {
+            Some(stop) => Err(stop),
+            None => Ok(UpdateDeadline::Continue(1)),
+        });
         let cx = FailureContext {
             deadline: limits.deadline,
             elapsed: Duration::ZERO,
@@ -400,75 +366,7 @@ impl Sandbox {
             max_wasm_stack: self.engine.config().max_wasm_stack,
             guest_message: None,
         };
-        Ok(Run { store, started, deadline, log, fuel_budget, cx })
-    }
-
-    /// Runs `guest` until it ends, or until the first epoch tick at which
-    /// its deadline has passed or its cancel token is set, whichever comes
-    /// first. The epoch callback (see [`Sandbox::arm_deadline`]) stops a
-    /// guest running WebAssembly; this stops one waiting in a host call,
-    /// where no WebAssembly runs to be interrupted, by dropping its future
-    /// (wasmtime unwinds the guest's stack) and failing the run the same way.
-    async fn watched<R>(
-        &self,
-        deadline: TickDeadline,
-        cancel: Option<&CancelToken>,
-        guest: impl Future<Output = wasmtime::Result<R>>,
-    ) -> wasmtime::Result<R> {
-        let watchdog = async {
-            let mut epochs = self.engine.epoch_ticks();
-            loop {
-                if let Some(stop) = deadline.check(&self.engine, cancel) {
-                    return stop;
-                }
-                if epochs.changed().await.is_err() {
-                    // The engine is gone; its ticks with it. Cannot happen
-                    // while this sandbox holds the engine.
-                    std::future::pending::<()>().await;
-                }
-            }
-        };
-        // Biased: the guest first, so a job that never waits never polls
-        // (or builds) the watchdog.
-        tokio::select! {
-            biased;
-            result = guest => result,
-            stopped = watchdog => Err(stopped),
-        }
-    }
-
-    /// Sets the store's epoch deadline: at every tick while WebAssembly
-    /// runs, the callback checks the cancel token and the deadline.
-    fn arm_deadline(&self, store: &mut Store<JobState>, deadline: TickDeadline, cancel: Option<CancelToken>) {
-        let engine = self.engine.clone();
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| match deadline.check(&engine, cancel.as_ref()) {
-            Some(stop) => Err(stop),
-            None => Ok(UpdateDeadline::Continue(1)),
-        });
-    }
-}
-
-/// A run's deadline in epoch ticks: it ends at the first tick at which
-/// `ticks` have passed since `started_at`.
-#[derive(Debug, Clone, Copy)]
-struct TickDeadline {
-    started_at: u64,
-    ticks: u64,
-}
-
-impl TickDeadline {
-    /// What stops the run now, if anything: its cancel, or its deadline.
-    /// The same check at every tick, whether the guest is in WebAssembly or
-    /// in a host call.
-    fn check(self, engine: &Engine, cancel: Option<&CancelToken>) -> Option<wasmtime::Error> {
-        if cancel.is_some_and(CancelToken::is_cancelled) {
-            return Some(wasmtime::Error::new(CancelRequested));
-        }
-        if engine.epoch().saturating_sub(self.started_at) >= self.ticks {
-            return Some(wasmtime::Error::new(DeadlinePassed { ticks: self.ticks }));
-        }
-        None
+        Ok(Run { store, started, log, fuel_budget, cx })
     }
 }
 
@@ -477,7 +375,6 @@ impl TickDeadline {
 struct Run {
     store: Store<JobState>,
     started: Instant,
-    deadline: TickDeadline,
     log: logs::JobLog,
     fuel_budget: Option<u64>,
     cx: FailureContext,
@@ -487,7 +384,7 @@ impl Run {
     /// Drops the store (the instance with it) and maps every way the run
     /// can have ended.
     fn finish<R>(self, result: wasmtime::Result<R>) -> Execution<R> {
-        let Run { store, started, log, fuel_budget, cx, .. } = self;
+        let Run { store, started, log, fuel_budget, cx } = self;
         let elapsed = started.elapsed();
         let fuel_consumed = fuel_budget.map(|budget| budget - store.get_fuel().unwrap_or(0));
         let peak_memory = store.data().limiter.peak_memory as u64;
@@ -549,13 +446,12 @@ const POOL_WAIT: Duration = Duration::from_secs(2);
 /// Such a moment is the host's, not the job's: it must not cost the job an
 /// attempt. The wait is bounded in time, not in tries, because the thread
 /// freeing the slot may be descheduled for longer than a burst of tries on a
-/// loaded machine. (The wait counts toward the job's deadline, like the rest
-/// of its instantiation.)
-async fn with_pool_retry<T>(mut instantiate: impl AsyncFnMut() -> wasmtime::Result<T>) -> wasmtime::Result<T> {
+/// loaded machine.
+fn with_pool_retry<T>(mut instantiate: impl FnMut() -> wasmtime::Result<T>) -> wasmtime::Result<T> {
     let started = Instant::now();
     let mut tries = 0u32;
     loop {
-        match instantiate().await {
+        match instantiate() {
             Err(error) if error.is::<wasmtime::PoolConcurrencyLimitError>() && started.elapsed() < POOL_WAIT => {
                 tries += 1;
                 // Spin briefly (a slot usually frees within microseconds),
@@ -563,7 +459,7 @@ async fn with_pool_retry<T>(mut instantiate: impl AsyncFnMut() -> wasmtime::Resu
                 if tries < 100 {
                     std::thread::yield_now();
                 } else {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    std::thread::sleep(Duration::from_millis(1));
                 }
             }
             result => return result,

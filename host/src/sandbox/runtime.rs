@@ -1,8 +1,7 @@
-//! The runtime a job's future runs on when the sandbox is called from
-//! plain code: one current-thread tokio runtime per thread, made on the
-//! thread's first job and kept for the next ones. Its time driver serves the
-//! guest's WASI clocks; the engine's epoch ticks wake the run's watchdog from
-//! the ticker thread.
+//! The runtime a guest's waits run on (see `waits`): one current-thread
+//! tokio runtime per thread, made on the thread's first wait and kept for
+//! the next ones. Its time driver serves the guest's WASI clocks; the
+//! engine's epoch ticks wake a wait's watchdog from the ticker thread.
 
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
@@ -16,10 +15,11 @@ thread_local! {
 
 /// Runs `future` to its end on this thread's runtime.
 ///
-/// Most jobs never wait: they end at the first poll, which is made in the
-/// runtime's context (a guest's first WASI sleep needs its timers) but
-/// without entering its scheduler. Only a future still pending after it is
-/// driven by `block_on`, which polls it again with a real waker.
+/// Most waits are over at once (a write to stdout, a poll of a ready
+/// pollable): the first poll is made in the runtime's context (a sleep needs
+/// its timers) but without entering its scheduler. Only a future still
+/// pending after it is driven by `block_on`, which polls it again with a
+/// real waker.
 ///
 /// # Panics
 ///

@@ -11,7 +11,9 @@
 //!   under its cap;
 //! - no network: TCP, UDP and name lookup are all disallowed, and no socket
 //!   address is permitted (the default address check refuses every one);
-//! - clocks and random numbers are the host's, which only reveal the time.
+//! - clocks and random numbers are the host's, which only reveal the time;
+//! - every wait (a poll, a sleep, a blocking stream operation) is bounded by
+//!   the job's deadline and cancel (see `waits`).
 //!
 //! Granting any of these is a deliberate change here, not a default.
 
@@ -21,6 +23,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::kill::MemoryLimitExceeded;
 use super::logs::JobLog;
+use super::waits::{Bound, BoundedIo};
 use crate::bindings::LogLevel;
 use crate::bindings::operation::husk::worker::{log, types};
 
@@ -33,17 +36,26 @@ pub(crate) struct JobState {
     table: ResourceTable,
     pub(crate) log: JobLog,
     pub(crate) limiter: JobLimiter,
+    /// When the run must stop: checked at every epoch tick in WebAssembly,
+    /// and by every host call that waits.
+    pub(crate) bound: Bound,
 }
 
 impl JobState {
-    pub(crate) fn new(log: JobLog, limiter: JobLimiter) -> Self {
-        Self { wasi: None, table: ResourceTable::new(), log, limiter }
+    pub(crate) fn new(log: JobLog, limiter: JobLimiter, bound: Bound) -> Self {
+        Self { wasi: None, table: ResourceTable::new(), log, limiter, bound }
     }
 
     /// The job's resource table, without building its WASI context (the
     /// `wasi:io` interfaces need only the table).
     pub(crate) fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
+    }
+
+    /// The job's resource table and bound, for the `wasi:io` calls that can
+    /// wait (see `waits`).
+    pub(crate) fn bounded_io(&mut self) -> BoundedIo<'_> {
+        BoundedIo { table: &mut self.table, bound: &self.bound }
     }
 }
 
