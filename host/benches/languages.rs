@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use husk_host::engine::{Engine, EngineConfig};
 use husk_host::fault::Fault;
-use husk_host::plugin::{Plugin, World};
+use husk_host::plugin::World;
 use husk_host::sandbox::{Job, Limits, RunEnding, Sandbox};
 
 fn component(language: &str, name: &str) -> PathBuf {
@@ -56,19 +56,19 @@ fn main() {
 
         // First compile: a fresh engine, no cache.
         let fresh = sandbox(None, false);
-        let (plugin, compile) = timed(|| Plugin::from_bytes(&fresh, &wasm, World::Operation, &name).unwrap());
+        let (plugin, compile) = timed(|| fresh.load_bytes(&wasm, World::Operation, &name).unwrap());
         drop(plugin);
 
         // Cached load: the cache is filled once, then read back.
         let cache = tempfile::tempdir().unwrap();
         let cached = sandbox(Some(cache.path()), false);
-        Plugin::from_bytes(&cached, &wasm, World::Operation, &name).unwrap();
+        cached.load_bytes(&wasm, World::Operation, &name).unwrap();
         let mut loads: Vec<Duration> =
-            (0..5).map(|_| timed(|| Plugin::from_bytes(&cached, &wasm, World::Operation, &name).unwrap()).1).collect();
+            (0..5).map(|_| timed(|| cached.load_bytes(&wasm, World::Operation, &name).unwrap()).1).collect();
         loads.sort();
 
         // Per job: a fresh instance from the pool, then execute.
-        let plugin = Plugin::from_bytes(&cached, &wasm, World::Operation, &name).unwrap();
+        let plugin = cached.load_bytes(&wasm, World::Operation, &name).unwrap();
         let limits = Limits::default();
         let mut peak = 0;
         let mut jobs: Vec<Duration> = (0..runs)
@@ -88,7 +88,7 @@ fn main() {
         jobs.sort();
 
         let mapper_wasm = std::fs::read(component(language, "mapper")).unwrap();
-        let mapper = Plugin::from_bytes(&cached, &mapper_wasm, World::ErrorMapper, "mapper").unwrap();
+        let mapper = cached.load_bytes(&mapper_wasm, World::ErrorMapper, "mapper").unwrap();
         let fault = Fault::new("payment.declined", r#"{"reason":"insufficient-funds"}"#);
         let mapper_limits = Limits { fuel: None, ..Limits::error_mapper() };
         let mut mapper_peak = 0;
@@ -105,8 +105,8 @@ fn main() {
         // Fuel: what one job and one classification cost, against the
         // budgets a topic (and `Limits::error_mapper`'s 10 million) set.
         let metered = sandbox(Some(cache.path()), true);
-        let plugin = Plugin::from_bytes(&metered, &wasm, World::Operation, &name).unwrap();
-        let mapper = Plugin::from_bytes(&metered, &mapper_wasm, World::ErrorMapper, "mapper").unwrap();
+        let plugin = metered.load_bytes(&wasm, World::Operation, &name).unwrap();
+        let mapper = metered.load_bytes(&mapper_wasm, World::ErrorMapper, "mapper").unwrap();
         let unlimited = Limits { fuel: Some(u64::MAX / 2), ..Limits::default() };
         let job = Job {
             id: "fuel".into(),

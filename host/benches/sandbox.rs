@@ -37,7 +37,7 @@ fn run_one(sandbox: &Sandbox, plugin: &Plugin, job: &Job, limits: &Limits) {
 /// Per-job latency percentiles, each job timed on its own.
 fn percentiles(label: &str, config: EngineConfig, limits: &Limits) {
     let sandbox = sandbox(config);
-    let plugin = Plugin::load(&sandbox, &transform_path(), World::Operation).unwrap();
+    let plugin = sandbox.load(&transform_path(), World::Operation).unwrap();
     let job = job();
     for _ in 0..2_000 {
         run_one(&sandbox, &plugin, &job, limits);
@@ -59,7 +59,7 @@ fn instantiate_execute(c: &mut Criterion) {
     let mut group = c.benchmark_group("instantiate+execute transform");
     for (name, config) in configs() {
         let sandbox = sandbox(config);
-        let plugin = Plugin::load(&sandbox, &transform_path(), World::Operation).unwrap();
+        let plugin = sandbox.load(&transform_path(), World::Operation).unwrap();
         let job = job();
         group.bench_function(name, |b| b.iter(|| run_one(&sandbox, &plugin, &job, &limits)));
     }
@@ -72,14 +72,14 @@ fn load(c: &mut Criterion) {
     group.sample_size(10);
     let uncached = sandbox(EngineConfig { epoch_tick: None, ..EngineConfig::default() });
     group.bench_function("compile (no cache)", |b| {
-        b.iter(|| black_box(Plugin::from_bytes(&uncached, &wasm, World::Operation, "transform").unwrap()))
+        b.iter(|| black_box(uncached.load_bytes(&wasm, World::Operation, "transform").unwrap()))
     });
     let dir = tempfile::tempdir().unwrap();
     let cached =
         sandbox(EngineConfig { epoch_tick: None, cache_dir: Some(dir.path().into()), ..EngineConfig::default() });
-    Plugin::from_bytes(&cached, &wasm, World::Operation, "transform").unwrap();
+    cached.load_bytes(&wasm, World::Operation, "transform").unwrap();
     group.bench_function("from compile cache", |b| {
-        b.iter(|| black_box(Plugin::from_bytes(&cached, &wasm, World::Operation, "transform").unwrap()))
+        b.iter(|| black_box(cached.load_bytes(&wasm, World::Operation, "transform").unwrap()))
     });
     group.finish();
 }

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use husk_host::engine::EngineConfig;
 use husk_host::outcome::{OutcomeSink, TerminalOutcome};
+use husk_host::quota::Quota;
 use husk_host::retry::RetryPolicySpec;
 use husk_host::sandbox::Limits;
-use husk_host::tenant::Quota;
 use husk_host::{Host, PluginSource, Topic};
 
 /// Counts tenant B's outcomes.

@@ -457,14 +457,9 @@ impl TokenRef {
         match self {
             TokenRef::Sha256(hex) => Ok(hex.clone()),
             TokenRef::Env(var) => match std::env::var(var) {
-                Ok(token) if !token.is_empty() => Ok(token_hash(&token)),
+                Ok(token) if !token.is_empty() => Ok(crate::tokens::token_hash(&token)),
                 _ => Err(format!("environment variable `{var}` is not set")),
             },
         }
     }
-}
-
-/// The hex SHA-256 of a token, as stored in `sha256:` references.
-pub fn token_hash(token: &str) -> String {
-    crate::engine::content_digest(token.as_bytes())
 }

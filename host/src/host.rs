@@ -16,10 +16,10 @@ use crate::dispatch::{Dispatcher, EnqueueError, Snapshot, TopicPolicy};
 use crate::engine::{Engine, EngineConfig, EngineError, content_digest};
 use crate::outcome::{NullSink, OutcomeSink};
 use crate::plugin::{Plugin, PluginError, World};
+use crate::quota::{ConcurrencyGate, Quota};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::{Limits, Sandbox};
 use crate::store::{CancelResult, JobId, JobStore, MemoryStore, StoreError};
-use crate::tenant::{ConcurrencyGate, Quota};
 use crate::versions::{Origin, VersionInfo, VersionLog};
 use crate::worker::{AttemptObserver, Handler, PoolConfig, PoolHooks, WasmHandler, WorkerPool};
 
@@ -52,7 +52,7 @@ impl OperatorFile {
     ///
     /// # Safety
     ///
-    /// As [`Plugin::from_trusted_bytes`]: precompiled code in the file runs
+    /// As [`Sandbox::load_trusted_bytes`]: precompiled code in the file runs
     /// in this process with all of husk's rights, so it must be the
     /// unmodified output of `husk compile`, in a file no tenant, API caller
     /// or other user can write (for husk serve: a config file's topic with
@@ -93,8 +93,8 @@ impl PluginSource {
         match self {
             // SAFETY: the bytes are the operator's file's, which
             // `OperatorFile::new`'s caller vouched for.
-            PluginSource::Operator(_) => unsafe { Plugin::from_trusted_bytes(sandbox, bytes, world, name) },
-            PluginSource::Path(_) | PluginSource::Bytes { .. } => Plugin::from_bytes(sandbox, bytes, world, name),
+            PluginSource::Operator(_) => unsafe { sandbox.load_trusted_bytes(bytes, world, name) },
+            PluginSource::Path(_) | PluginSource::Bytes { .. } => sandbox.load_bytes(bytes, world, name),
         }
     }
 }

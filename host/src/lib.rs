@@ -25,7 +25,7 @@
 //!
 //! # fn main() -> anyhow::Result<()> {
 //! let sandbox = Sandbox::new(Engine::new(EngineConfig::default())?)?;
-//! let plugin = Plugin::load(&sandbox, "transform.wasm".as_ref(), World::Operation)?;
+//! let plugin = sandbox.load("transform.wasm".as_ref(), World::Operation)?;
 //! let job = Job { id: "job-1".into(), topic: "greet".into(), attempt: 1, input: br#"{"name":"Ada"}"#.to_vec() };
 //! let execution = sandbox.execute(&plugin, &job, &Limits::default(), None)?;
 //! println!("{:?} in {:?}", execution.ending(), execution.elapsed);
@@ -44,17 +44,21 @@ pub mod demo;
 pub mod dispatch;
 pub mod engine;
 pub mod fault;
+mod guest;
 pub mod host;
+pub mod job;
+pub mod linker;
 pub mod metrics;
 pub mod outcome;
 pub mod plugin;
+pub mod quota;
 pub mod retry;
 pub mod sandbox;
 pub mod scaffold;
 pub mod sdk;
 pub mod serve;
 pub mod store;
-pub mod tenant;
+pub mod tokens;
 pub mod versions;
 pub mod worker;
 

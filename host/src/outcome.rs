@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::fault::Fault;
-use crate::store::JobId;
+use crate::job::JobId;
 
 /// How a job ended, for good.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

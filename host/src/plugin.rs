@@ -10,8 +10,8 @@ use wasmtime::component::Component;
 use crate::bindings::error_mapper::ErrorMapperPre;
 use crate::bindings::operation::OperationPre;
 use crate::engine::{CodeSource, Engine, content_digest};
-use crate::sandbox::imports::{Linked, Refused};
-use crate::sandbox::{JobState, Sandbox};
+use crate::guest::JobState;
+use crate::linker::{Linked, Linkers, Refused};
 
 /// The world of the WIT contract a plugin is loaded as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -130,33 +130,18 @@ impl fmt::Debug for Plugin {
 }
 
 impl Plugin {
-    /// Loads the component in the file at `path` as `world`. A file of
-    /// precompiled machine code (`husk compile`'s `.cwasm`) is refused; see
-    /// [`Plugin::load_trusted`].
-    ///
-    /// # Errors
-    ///
-    /// [`PluginError`] when the file cannot be read, is not a component,
-    /// imports what husk does not provide, or does not export `world`'s
-    /// function with the contract's type.
-    pub fn load(sandbox: &Sandbox, path: &Path, world: World) -> Result<Self, PluginError> {
-        let (bytes, source_name) = read(path)?;
-        Self::from_bytes(sandbox, &bytes, world, &source_name)
-    }
-
-    /// Loads a component from `bytes` as `world`; `source_name` names it in
-    /// errors. The bytes are compiled by husk: precompiled machine code is
-    /// refused ([`PluginError::Precompiled`]), so bytes from anyone (a
-    /// tenant's deploy) are safe to pass.
-    ///
-    /// # Errors
-    ///
-    /// As [`Plugin::load`].
-    pub fn from_bytes(sandbox: &Sandbox, bytes: &[u8], world: World, source_name: &str) -> Result<Self, PluginError> {
+    /// Compiles `bytes` (a component, never precompiled machine code) and
+    /// links it as `world`: what `Sandbox::load_bytes` does.
+    pub(crate) fn compile(
+        engine: &Engine,
+        linkers: &Linkers,
+        bytes: &[u8],
+        world: World,
+        source_name: &str,
+    ) -> Result<Self, PluginError> {
         if Engine::is_precompiled_component(bytes) {
             return Err(PluginError::Precompiled { source_name: source_name.to_owned() });
         }
-        let engine = sandbox.engine();
         let invalid =
             |e: wasmtime::Error| PluginError::Invalid { source_name: source_name.to_owned(), reason: format!("{e:#}") };
         if wasmparser::Parser::is_core_wasm(bytes) {
@@ -166,74 +151,49 @@ impl Plugin {
             return Err(PluginError::NotWasm { source_name: source_name.to_owned() });
         }
         let compiled = engine.compile(bytes).map_err(invalid)?;
-        let plugin = Self::validate(sandbox, compiled.component(), compiled.code_source(), bytes, world, source_name)?;
+        let plugin =
+            Self::validate(engine, linkers, compiled.component(), compiled.code_source(), bytes, world, source_name)?;
         // Only a component that loaded is kept in the compile cache.
         compiled.keep();
         Ok(plugin)
     }
 
-    /// Loads the file at `path` as `world`: a component, or machine code
-    /// precompiled by `husk compile` for a compatible engine.
-    ///
-    /// # Errors
-    ///
-    /// As [`Plugin::load`]; [`PluginError::Invalid`] for precompiled code
-    /// from an incompatible engine.
+    /// [`Plugin::compile`], or the loading of precompiled machine code.
     ///
     /// # Safety
     ///
-    /// As [`Plugin::from_trusted_bytes`]: the file must be the operator's own.
+    /// As `Sandbox::load_trusted_bytes`.
     #[allow(unsafe_code)]
-    pub unsafe fn load_trusted(sandbox: &Sandbox, path: &Path, world: World) -> Result<Self, PluginError> {
-        let (bytes, source_name) = read(path)?;
-        // SAFETY: this function's own contract, passed on to its caller.
-        unsafe { Self::from_trusted_bytes(sandbox, &bytes, world, &source_name) }
-    }
-
-    /// Loads `bytes` as `world`: a component, or machine code precompiled by
-    /// `husk compile` for a compatible engine.
-    ///
-    /// # Errors
-    ///
-    /// As [`Plugin::load`]; [`PluginError::Invalid`] for precompiled code
-    /// from an incompatible engine.
-    ///
-    /// # Safety
-    ///
-    /// Precompiled code runs in this process with all of husk's rights (see
-    /// [`Engine::load_precompiled`]): the bytes must come from the operator's
-    /// own file — the unmodified output of `husk compile`, which no tenant,
-    /// API caller or other user can write.
-    #[allow(unsafe_code)]
-    pub unsafe fn from_trusted_bytes(
-        sandbox: &Sandbox,
+    pub(crate) unsafe fn compile_trusted(
+        engine: &Engine,
+        linkers: &Linkers,
         bytes: &[u8],
         world: World,
         source_name: &str,
     ) -> Result<Self, PluginError> {
         if !Engine::is_precompiled_component(bytes) {
-            return Self::from_bytes(sandbox, bytes, world, source_name);
+            return Self::compile(engine, linkers, bytes, world, source_name);
         }
         // SAFETY: this function's own contract, passed on to its caller.
-        let component = unsafe { sandbox.engine().load_precompiled(bytes) }
+        let component = unsafe { engine.load_precompiled(bytes) }
             .map_err(|e| PluginError::Invalid { source_name: source_name.to_owned(), reason: format!("{e:#}") })?;
-        Self::validate(sandbox, &component, CodeSource::Precompiled, bytes, world, source_name)
+        Self::validate(engine, linkers, &component, CodeSource::Precompiled, bytes, world, source_name)
     }
 
     /// Links a compiled component to the interfaces it imports and checks
     /// that it exports `world`.
     fn validate(
-        sandbox: &Sandbox,
+        engine: &Engine,
+        linkers: &Linkers,
         component: &Component,
         code_source: CodeSource,
         bytes: &[u8],
         world: World,
         source_name: &str,
     ) -> Result<Self, PluginError> {
-        let engine = sandbox.engine();
         let refused =
             |Refused { import, reason }| PluginError::Imports { source_name: source_name.to_owned(), import, reason };
-        let Linked { linker, imports } = sandbox.linkers().link(engine.wasmtime(), component).map_err(refused)?;
+        let Linked { linker, imports } = linkers.link(engine.wasmtime(), component).map_err(refused)?;
         let instance_pre = linker.instantiate_pre(component).map_err(|e| refused(mismatch(&e, &imports)))?;
         let operation = OperationPre::new(instance_pre.clone());
         let error_mapper = ErrorMapperPre::new(instance_pre);
@@ -277,7 +237,7 @@ impl Plugin {
     /// The interfaces linked for the plugin: exactly those its component
     /// imports, named as it imports them (with versions, e.g.
     /// `wasi:io/streams@0.2.3`), in the component's order. Nothing else is
-    /// linked; see [`crate::sandbox::imports`].
+    /// linked; see [`crate::linker`].
     pub fn imports(&self) -> &[String] {
         &self.inner.imports
     }
@@ -314,7 +274,7 @@ fn mismatch(error: &wasmtime::Error, imports: &[String]) -> Refused {
 }
 
 /// The bytes of the file at `path`, and its name in errors.
-fn read(path: &Path) -> Result<(Vec<u8>, String), PluginError> {
+pub(crate) fn read(path: &Path) -> Result<(Vec<u8>, String), PluginError> {
     let source_name = path.display().to_string();
     match std::fs::read(path) {
         Ok(bytes) => Ok((bytes, source_name)),

@@ -15,7 +15,8 @@ use crate::config::{Config, ConfigError, TokenRef};
 use crate::host::{Host, PluginSource};
 use crate::metrics::Metrics;
 use crate::outcome::{OutcomeSink, TerminalOutcome};
-use crate::tenant::{Quota, Tenants};
+use crate::quota::Quota;
+use crate::tokens::Tenants;
 use crate::versions::Origin;
 
 /// How often `--watch` looks at the plugin files.

@@ -14,9 +14,9 @@ use arc_swap::ArcSwap;
 use crate::dispatch::{Dispatcher, JobResult};
 use crate::fault::{Fault, codes};
 use crate::plugin::Plugin;
+use crate::quota::ConcurrencyGate;
 use crate::sandbox::{CancelToken, Job, Limits, RunEnding, Sandbox};
 use crate::store::{LockedJob, Report, Reported};
-use crate::tenant::ConcurrencyGate;
 
 /// What a handler made of one job.
 #[derive(Debug, Clone, PartialEq, Eq)]

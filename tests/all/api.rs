@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use husk_host::client::{Client, ClientError};
-use husk_host::config::token_hash;
+use husk_host::tokens::token_hash;
 use serde_json::{Value, json};
 
 use crate::serve::start_error;

@@ -176,7 +176,7 @@ workers = 1
 retry = {{ kind = "none" }}
 mapper = "{bad_mapper}"
 "#,
-        hash = husk_host::config::token_hash(crate::api::TOKEN_A),
+        hash = husk_host::tokens::token_hash(crate::api::TOKEN_A),
         sleeper = crate::support::guest("sleeper").display(),
         forger = crate::support::guest("forger").display(),
         bad_mapper = crate::support::guest("bad-mapper").display(),

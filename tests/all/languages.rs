@@ -15,7 +15,7 @@ use husk_host::bindings::{BusinessError, Classification};
 use husk_host::engine::{Engine, EngineConfig};
 use husk_host::fault::Fault;
 use husk_host::outcome::Outcome;
-use husk_host::plugin::{Plugin, World};
+use husk_host::plugin::World;
 use husk_host::retry::RetryPolicySpec;
 use husk_host::sandbox::{Limits, RunEnding, Sandbox};
 use husk_host::{Host, MapperSpec, PluginSource, Topic};
@@ -238,7 +238,7 @@ fn every_language_mapper_classifies_the_same_faults_the_same_way() {
     let mut checked = Vec::new();
     for language in Language::ALL {
         let Some(path) = language.guest("mapper") else { continue };
-        let mapper = Plugin::load(&sandbox, &path, World::ErrorMapper).unwrap();
+        let mapper = sandbox.load(&path, World::ErrorMapper).unwrap();
         for (fault, want) in mapper_table() {
             let classified = sandbox.classify(&mapper, &fault, &limits).unwrap();
             match classified.ending {
@@ -256,7 +256,7 @@ fn every_language_logs_through_the_log_import() {
     let sandbox = Sandbox::new(Engine::new(cached_config()).unwrap()).unwrap();
     for language in Language::ALL {
         let Some(path) = language.guest("flaky") else { continue };
-        let flaky = Plugin::load(&sandbox, &path, World::Operation).unwrap();
+        let flaky = sandbox.load(&path, World::Operation).unwrap();
         let input = json!({ "succeed_on_attempt": 2 });
         let logs = GuestLogs::default();
         let failed =

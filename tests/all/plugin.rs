@@ -10,19 +10,19 @@ use wasmparser::{ComponentTypeRef, TypeBounds};
 use crate::support::{GuestLogs, guest, load, output, run, sandbox, test_config};
 
 fn load_bytes(bytes: &[u8], world: World) -> Result<Plugin, PluginError> {
-    Plugin::from_bytes(&sandbox(), bytes, world, "fixture")
+    sandbox().load_bytes(bytes, world, "fixture")
 }
 
 #[test]
 fn a_component_without_execute_is_refused_at_load() {
-    let error = Plugin::load(&sandbox(), &guest("mapper"), World::Operation).unwrap_err();
+    let error = sandbox().load(&guest("mapper"), World::Operation).unwrap_err();
     assert!(matches!(&error, PluginError::WrongWorld { world: World::Operation, .. }), "{error}");
     assert!(error.to_string().contains("execute"), "{error}");
 }
 
 #[test]
 fn an_operation_is_not_an_error_mapper() {
-    let error = Plugin::load(&sandbox(), &guest("transform"), World::ErrorMapper).unwrap_err();
+    let error = sandbox().load(&guest("transform"), World::ErrorMapper).unwrap_err();
     assert!(matches!(&error, PluginError::WrongWorld { world: World::ErrorMapper, .. }), "{error}");
     assert!(error.to_string().contains("classify"), "{error}");
 }
@@ -84,7 +84,7 @@ fn a_plugin_links_exactly_the_interfaces_its_component_imports() {
     let imported = imports_in(&bytes);
     assert!(imported.iter().any(|name| name.starts_with("husk:worker/types@0.1.")), "{imported:?}");
     assert_eq!(plugin.imports(), imported);
-    let provided: Vec<&str> = husk_host::sandbox::imports::provided().collect();
+    let provided: Vec<&str> = husk_host::linker::provided().collect();
     for import in plugin.imports() {
         let name = import.split_once('@').unwrap().0;
         assert!(provided.contains(&name), "{import} is not one husk provides");
@@ -125,7 +125,7 @@ const LOG_ONLY: &str = r#"(component
 #[test]
 fn a_component_importing_only_log_links_only_log() {
     let sandbox = sandbox();
-    let plugin = Plugin::from_bytes(&sandbox, LOG_ONLY.as_bytes(), World::Operation, "log-only").unwrap();
+    let plugin = sandbox.load_bytes(LOG_ONLY.as_bytes(), World::Operation, "log-only").unwrap();
     assert_eq!(plugin.imports(), ["husk:worker/log@0.1.0"]);
     let logs = GuestLogs::default();
     let execution = logs.capture(|| run(&sandbox, &plugin, json!({})));
@@ -192,7 +192,7 @@ fn core_modules_and_other_files_are_not_components() {
     assert!(matches!(load_bytes(b"[package]\nname = 'x'\n", World::Operation), Err(PluginError::NotWasm { .. })));
     let truncated = &std::fs::read(guest("transform")).unwrap()[..200];
     assert!(matches!(load_bytes(truncated, World::Operation), Err(PluginError::Invalid { .. })));
-    let missing = Plugin::load(&sandbox(), "/no/such/plugin.wasm".as_ref(), World::Operation).unwrap_err();
+    let missing = sandbox().load("/no/such/plugin.wasm".as_ref(), World::Operation).unwrap_err();
     assert!(matches!(&missing, PluginError::Read { .. }) && missing.to_string().contains("/no/such/plugin.wasm"));
 }
 
@@ -201,21 +201,21 @@ fn second_load_comes_from_the_compile_cache() {
     let dir = tempfile::tempdir().unwrap();
     let config = || husk_host::engine::EngineConfig { cache_dir: Some(dir.path().to_owned()), ..test_config() };
     let first = Sandbox::new(Engine::new(config()).unwrap()).unwrap();
-    let compiled = Plugin::load(&first, &guest("transform"), World::Operation).unwrap();
+    let compiled = first.load(&guest("transform"), World::Operation).unwrap();
     assert_eq!(compiled.code_source(), CodeSource::Compiled);
     let entry = first.engine().cache().unwrap().path_for(&std::fs::read(guest("transform")).unwrap());
     assert!(entry.exists());
 
     // A new engine (a restarted process) with the same configuration.
     let second = Sandbox::new(Engine::new(config()).unwrap()).unwrap();
-    let cached = Plugin::load(&second, &guest("transform"), World::Operation).unwrap();
+    let cached = second.load(&guest("transform"), World::Operation).unwrap();
     assert_eq!(cached.code_source(), CodeSource::Cache);
     assert_eq!(cached.digest(), compiled.digest());
     assert_eq!(output(&run(&second, &cached, json!({ "name": "cached" })))["greeting"], "hello, cached");
 
     // A corrupt entry is replaced, not trusted.
     std::fs::write(&entry, b"not machine code").unwrap();
-    let recompiled = Plugin::load(&second, &guest("transform"), World::Operation).unwrap();
+    let recompiled = second.load(&guest("transform"), World::Operation).unwrap();
     assert_eq!(recompiled.code_source(), CodeSource::Compiled);
     assert_eq!(output(&run(&second, &recompiled, json!({ "name": "again" })))["greeting"], "hello, again");
 }

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use husk_host::dispatch::JobResult;
+use husk_host::quota::Quota;
 use husk_host::sandbox::CancelToken;
 use husk_host::store::LockedJob;
-use husk_host::tenant::Quota;
 use husk_host::worker::{Handled, Handler};
 use husk_host::{Host, Topic};
 

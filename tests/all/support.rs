@@ -54,7 +54,7 @@ pub fn mapper_limits() -> Limits {
 
 /// Loads an example guest as `world`.
 pub fn load_as(sandbox: &Sandbox, name: &str, world: World) -> Plugin {
-    Plugin::load(sandbox, &guest(name), world).unwrap_or_else(|e| panic!("loading {name}: {e}"))
+    sandbox.load(&guest(name), world).unwrap_or_else(|e| panic!("loading {name}: {e}"))
 }
 
 /// Loads an example guest as an operation.

@@ -38,7 +38,7 @@ fn a_hundred_deploys_under_load_fail_no_job_and_each_attempt_records_its_version
     // Version 2 compiled into the cache before the jobs start: no deploy in
     // the loop compiles, so the deploys keep pace with the jobs even when a
     // loaded machine makes a compile slow.
-    husk_host::plugin::Plugin::load(host.sandbox(), &guest("quote-v2"), husk_host::plugin::World::Operation).unwrap();
+    host.sandbox().load(&guest("quote-v2"), husk_host::plugin::World::Operation).unwrap();
     let inputs: Vec<Vec<u8>> =
         (0..JOBS).map(|i| json!({ "amount": i, "currency": "EUR" }).to_string().into_bytes()).collect();
     host.dispatcher().enqueue_many("quote", inputs, None).unwrap();

@@ -1,6 +1,6 @@
 //! Only the operator's files may hold machine code: a precompiled artifact
 //! (`husk compile`'s `.cwasm`, genuine or forged) is refused wherever a
-//! component is expected — by `Plugin::from_bytes`, a deploy through the
+//! component is expected — by `Sandbox::load_bytes`, a deploy through the
 //! API, `--watch`, a config file without `allow_precompiled` — and the
 //! compile cache is husk's own directory, which keeps only components that
 //! loaded.
@@ -8,7 +8,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use husk_host::engine::{CodeSource, Engine, EngineConfig};
-use husk_host::plugin::{Plugin, PluginError, World};
+use husk_host::plugin::{PluginError, World};
 use husk_host::sandbox::Sandbox;
 use serde_json::json;
 
@@ -32,18 +32,18 @@ fn precompiled_bytes_are_refused_where_a_component_is_expected() {
     let sandbox = sandbox();
     let (genuine, forged) = artifacts(&sandbox);
     for (what, bytes) in [("genuine", &genuine), ("forged", &forged)] {
-        let error = Plugin::from_bytes(&sandbox, bytes, World::Operation, what).unwrap_err();
+        let error = sandbox.load_bytes(bytes, World::Operation, what).unwrap_err();
         assert!(matches!(error, PluginError::Precompiled { .. }), "{what}: {error}");
         assert!(error.to_string().contains("allow_precompiled"), "{error}");
     }
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), &genuine).unwrap();
-    let error = Plugin::load(&sandbox, file.path(), World::Operation).unwrap_err();
+    let error = sandbox.load(file.path(), World::Operation).unwrap_err();
     assert!(matches!(error, PluginError::Precompiled { .. }), "{error}");
     // The operator's own file, vouched for, loads and runs.
     #[allow(unsafe_code)]
     // SAFETY: the file holds what this engine's `precompile` just wrote.
-    let plugin = unsafe { Plugin::load_trusted(&sandbox, file.path(), World::Operation) }.unwrap();
+    let plugin = unsafe { sandbox.load_trusted(file.path(), World::Operation) }.unwrap();
     assert_eq!(plugin.code_source(), CodeSource::Precompiled);
     assert_eq!(output(&run(&sandbox, &plugin, json!({ "name": "aot" })))["greeting"], "hello, aot");
 }
@@ -59,7 +59,7 @@ fn a_config_file_names_a_precompiled_plugin_only_with_allow_precompiled() {
     assert!(compile.status.success(), "{}", String::from_utf8_lossy(&compile.stderr));
     let text = format!(
         "store = \"memory\"\n\n[tenants.a]\ntokens = [\"sha256:{}\"]\n\n[topics.t]\ntenant = \"a\"\nplugin = \"{}\"\nworkers = 1\n",
-        husk_host::config::token_hash(crate::api::TOKEN_A),
+        husk_host::tokens::token_hash(crate::api::TOKEN_A),
         cwasm.display()
     );
     let error = start_error(dir.path(), &text, &[]);
@@ -121,10 +121,10 @@ fn the_compile_cache_is_private_and_keeps_only_components_that_loaded() {
     let sandbox = Sandbox::new(engine).unwrap();
     // Compiles, but imports what husk does not provide: refused at load.
     let refused = br#"(component (import "wasi:http/outgoing-handler@0.2.0" (instance)))"#;
-    let error = Plugin::from_bytes(&sandbox, refused, World::Operation, "refused").unwrap_err();
+    let error = sandbox.load_bytes(refused, World::Operation, "refused").unwrap_err();
     assert!(matches!(error, PluginError::Imports { .. }), "{error}");
     assert_eq!(std::fs::read_dir(cache.dir()).unwrap().count(), 0, "no entry for a refused component");
-    Plugin::load(&sandbox, &guest("transform"), World::Operation).unwrap();
+    sandbox.load(&guest("transform"), World::Operation).unwrap();
     assert_eq!(std::fs::read_dir(cache.dir()).unwrap().count(), 1, "an entry for a loaded one");
 
     // A directory others can write to is not used: husk runs without it.
@@ -134,7 +134,7 @@ fn the_compile_cache_is_private_and_keeps_only_components_that_loaded() {
     let engine = Engine::new(EngineConfig { cache_dir: Some(shared.clone()), ..test_config() }).unwrap();
     assert!(engine.cache().is_none(), "a world-writable cache directory is bypassed");
     let sandbox = Sandbox::new(engine).unwrap();
-    let plugin = Plugin::load(&sandbox, &guest("transform"), World::Operation).unwrap();
+    let plugin = sandbox.load(&guest("transform"), World::Operation).unwrap();
     assert_eq!(plugin.code_source(), CodeSource::Compiled);
     assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0, "nothing written there");
 }

@@ -118,7 +118,7 @@ fuzz_target!(|data: &[u8]| {
         Case::Wrapped(world, bytes, input) => (world, bytes, input),
     };
     // Refused with an error is a fine ending for a random component.
-    let Ok(plugin) = Plugin::from_bytes(sandbox, &bytes, world, "fuzz") else { return };
+    let Ok(plugin) = sandbox.load_bytes(&bytes, world, "fuzz") else { return };
     let limits = limits();
     if plugin.is_operation() {
         let job = Job { id: "fuzz".into(), topic: "fuzz".into(), attempt: 1, input: input.clone() };

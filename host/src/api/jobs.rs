@@ -41,7 +41,10 @@ pub(super) async fn enqueue(
         let mut check = api.queue_checks.get(&caller.tenant).map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         if let (Some(max), Some(check)) = (quota.max_queued, check.as_deref_mut()) {
             let topics = api.topics_of(&caller.tenant);
-            let live = check.live(&api.host.snapshot(), &topics, max, || api.host.dispatcher().store().depths())?;
+            let snapshot = api.host.snapshot();
+            let live = check.live(snapshot.totals.enqueued, &snapshot.depths, &topics, max, || {
+                api.host.dispatcher().store().depths()
+            })?;
             if live >= max {
                 return Err(ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,

@@ -30,7 +30,8 @@ pub use outcomes::OutcomeFeed;
 
 use crate::host::Host;
 use crate::metrics::Metrics;
-use crate::tenant::{QueueCheck, Tenants};
+use crate::quota::QueueCheck;
+use crate::tokens::Tenants;
 
 /// Limits of request bodies.
 #[derive(Debug, Clone, Copy)]

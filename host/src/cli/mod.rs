@@ -446,9 +446,9 @@ fn load_run_plugin(sandbox: &Sandbox, args: &RunArgs) -> Result<Plugin, crate::p
     if args.allow_precompiled {
         // SAFETY: the user running husk vouched for the file on the command
         // line (`--allow-precompiled`, documented as for their own files).
-        unsafe { Plugin::load_trusted(sandbox, &args.component, World::Operation) }
+        unsafe { sandbox.load_trusted(&args.component, World::Operation) }
     } else {
-        Plugin::load(sandbox, &args.component, World::Operation)
+        sandbox.load(&args.component, World::Operation)
     }
 }
 
@@ -491,7 +491,7 @@ fn compile(args: CompileArgs) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(&args.component).with_context(|| format!("cannot read {}", args.component.display()))?;
     if let Some(world) = args.world {
         let sandbox = Sandbox::new(engine.clone())?;
-        Plugin::from_bytes(&sandbox, &bytes, world, &args.component.display().to_string())?;
+        sandbox.load_bytes(&bytes, world, &args.component.display().to_string())?;
     }
     let started = Instant::now();
     let compiled = engine

@@ -23,13 +23,13 @@ use crate::classify::{Classification, ErrorMapper, classify};
 use crate::clock::{Clock, Notifier};
 use crate::fault::Fault;
 use crate::outcome::{Outcome, OutcomeSink, TerminalOutcome};
+use crate::quota::ConcurrencyGate;
 use crate::retry::{RetryPolicy, RetryPolicySpec};
 use crate::sandbox::CancelToken;
 use crate::store::{
     CancelResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Report, Reported,
     RetryIncidentResult, StoreError, StoreEvents,
 };
-use crate::tenant::ConcurrencyGate;
 
 /// How a topic's faults are classified and retried.
 #[derive(Debug, Clone, Default)]

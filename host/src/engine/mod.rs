@@ -28,7 +28,7 @@ pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(10);
 ///   for a fuel budget; it costs a few percent of guest speed);
 /// - `max_instances`: 1,000 concurrent component instances in the pool;
 /// - `max_memory`: 256 MiB — the largest linear memory any job may get (a
-///   job's own cap, [`crate::sandbox::Limits::memory`], is usually smaller);
+///   job's own cap, its `Limits::memory`, is usually smaller);
 /// - `max_wasm_stack`: 512 KiB of native stack for WebAssembly frames;
 /// - `memory_keep_resident`: 128 KiB — the low bytes of each linear memory
 ///   that are reset with `memset` and stay resident between jobs, instead of

@@ -7,31 +7,7 @@ use serde_json::json;
 use wasmtime::Trap;
 
 use crate::fault::{Fault, codes};
-
-/// The job tried to grow its memory past its cap (raised by the job's
-/// resource limiter, so it can be told apart from any other trap).
-#[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("memory cap of {limit} bytes exceeded: {current} bytes in use, {requested} requested")]
-pub struct MemoryLimitExceeded {
-    /// The cap, in bytes.
-    pub limit: u64,
-    /// The memory's size before the failed growth.
-    pub current: u64,
-    /// The size the guest asked for.
-    pub requested: u64,
-}
-
-/// The job's epoch deadline passed (raised by the epoch callback).
-#[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("deadline of {ticks} epoch ticks passed")]
-pub(crate) struct DeadlinePassed {
-    pub(crate) ticks: u64,
-}
-
-/// The job was cancelled while running (raised by the epoch callback).
-#[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("job cancelled")]
-pub(crate) struct CancelRequested;
+use crate::guest::{CancelRequested, DeadlinePassed, MemoryLimitExceeded};
 
 /// A job killed by the host or ended by a trap. Each has a reserved fault
 /// code ([`Kill::code`]) and becomes a fault whose body says what happened.

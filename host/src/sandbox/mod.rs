@@ -8,33 +8,29 @@
 //! dropped when the job ends, however it ends.
 //!
 //! A plugin is linked to only the interfaces its component imports (see
-//! [`imports`]); a component importing anything else is refused at load.
+//! [`crate::linker`]); a component importing anything else is refused at
+//! load. Plugins are loaded through the sandbox that runs them
+//! ([`Sandbox::load`]).
 
-pub mod imports;
 mod kill;
-mod logs;
-mod runtime;
-mod state;
-mod waits;
 
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use wasmtime::{Store, UpdateDeadline};
 
+pub use kill::Kill;
 use kill::{Failure, FailureContext, classify_error};
-pub use kill::{Kill, MemoryLimitExceeded};
-pub use logs::{GUEST_TARGET, LogStats};
-use state::JobLimiter;
-pub(crate) use state::JobState;
-use waits::Bound;
 
 pub use crate::bindings::Job;
 use crate::bindings::{Classification, operation};
 use crate::engine::Engine;
 use crate::fault::Fault;
-use crate::plugin::{Plugin, World};
+use crate::guest::{Bound, JobLimiter, JobLog, JobState};
+pub use crate::guest::{CancelToken, GUEST_TARGET, LogStats, MemoryLimitExceeded};
+use crate::linker::Linkers;
+use crate::plugin::{Plugin, PluginError, World};
 
 /// The limits of one job. `Limits::default()` gives:
 ///
@@ -96,28 +92,6 @@ impl Limits {
             log_cap: 16 << 10,
             ..Self::default()
         }
-    }
-}
-
-/// A flag that cancels a job: a running job is interrupted at the next
-/// epoch tick and ends [`Ending::Cancelled`]. Cheap to clone.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
-
-impl CancelToken {
-    /// A token that has not been cancelled.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Cancels the job.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Release);
-    }
-
-    /// Whether the job was cancelled.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Acquire)
     }
 }
 
@@ -203,9 +177,10 @@ pub enum SandboxError {
     FuelDisabled,
 }
 
-/// Runs guests on an [`Engine`]. Each plugin is linked to only the
-/// interfaces it imports (see [`imports`]); the sandbox keeps one linker per
-/// set of interfaces for the plugins it loads. Cheap to clone.
+/// Loads plugins and runs guests on an [`Engine`]. Each plugin is linked to
+/// only the interfaces it imports (see [`crate::linker`]); the sandbox keeps
+/// one linker per set of interfaces for the plugins it loads. Cheap to
+/// clone.
 ///
 /// Every way a job can wait is bounded by its deadline and its cancel: code
 /// in WebAssembly is interrupted by the epoch deadline (whose callback also
@@ -217,7 +192,7 @@ pub enum SandboxError {
 #[derive(Clone)]
 pub struct Sandbox {
     engine: Engine,
-    linkers: Arc<imports::Linkers>,
+    linkers: Arc<Linkers>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -233,7 +208,7 @@ impl Sandbox {
     ///
     /// When the host functions cannot be linked (a bug, not an input error).
     pub fn new(engine: Engine) -> wasmtime::Result<Self> {
-        imports::link_all(engine.wasmtime())?;
+        crate::linker::link_all(engine.wasmtime())?;
         Ok(Self { engine, linkers: Arc::default() })
     }
 
@@ -242,9 +217,73 @@ impl Sandbox {
         &self.engine
     }
 
-    /// The linkers of the plugins loaded on this sandbox.
-    pub(crate) fn linkers(&self) -> &imports::Linkers {
-        &self.linkers
+    /// Loads the component in the file at `path` as `world`. A file of
+    /// precompiled machine code (`husk compile`'s `.cwasm`) is refused; see
+    /// [`Sandbox::load_trusted`].
+    ///
+    /// # Errors
+    ///
+    /// [`PluginError`] when the file cannot be read, is not a component,
+    /// imports what husk does not provide, or does not export `world`'s
+    /// function with the contract's type.
+    pub fn load(&self, path: &Path, world: World) -> Result<Plugin, PluginError> {
+        let (bytes, source_name) = crate::plugin::read(path)?;
+        self.load_bytes(&bytes, world, &source_name)
+    }
+
+    /// Loads a component from `bytes` as `world`; `source_name` names it in
+    /// errors. The bytes are compiled by husk: precompiled machine code is
+    /// refused ([`PluginError::Precompiled`]), so bytes from anyone (a
+    /// tenant's deploy) are safe to pass.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::load`].
+    pub fn load_bytes(&self, bytes: &[u8], world: World, source_name: &str) -> Result<Plugin, PluginError> {
+        Plugin::compile(&self.engine, &self.linkers, bytes, world, source_name)
+    }
+
+    /// Loads the file at `path` as `world`: a component, or machine code
+    /// precompiled by `husk compile` for a compatible engine.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::load`]; [`PluginError::Invalid`] for precompiled code
+    /// from an incompatible engine.
+    ///
+    /// # Safety
+    ///
+    /// As [`Sandbox::load_trusted_bytes`]: the file must be the operator's
+    /// own.
+    #[allow(unsafe_code)]
+    pub unsafe fn load_trusted(&self, path: &Path, world: World) -> Result<Plugin, PluginError> {
+        let (bytes, source_name) = crate::plugin::read(path)?;
+        // SAFETY: this function's own contract, passed on to its caller.
+        unsafe { self.load_trusted_bytes(&bytes, world, &source_name) }
+    }
+
+    /// Loads `bytes` as `world`: a component, or machine code precompiled by
+    /// `husk compile` for a compatible engine.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::load_trusted`].
+    ///
+    /// # Safety
+    ///
+    /// Precompiled code runs in this process with all of husk's rights (see
+    /// [`Engine::load_precompiled`]): the bytes must come from the operator's
+    /// own file — the unmodified output of `husk compile`, which no tenant,
+    /// API caller or other user can write.
+    #[allow(unsafe_code)]
+    pub unsafe fn load_trusted_bytes(
+        &self,
+        bytes: &[u8],
+        world: World,
+        source_name: &str,
+    ) -> Result<Plugin, PluginError> {
+        // SAFETY: this function's own contract, passed on to its caller.
+        unsafe { Plugin::compile_trusted(&self.engine, &self.linkers, bytes, world, source_name) }
     }
 
     /// Runs `job` on the operation `plugin` with `limits`, on the calling
@@ -334,7 +373,7 @@ impl Sandbox {
             return Err(SandboxError::FuelDisabled);
         }
         let started = Instant::now();
-        let log = logs::JobLog::new(job_id, topic, limits.log_cap);
+        let log = JobLog::new(job_id, topic, limits.log_cap);
         let limiter = JobLimiter {
             memory_cap: usize::try_from(limits.memory).unwrap_or(usize::MAX),
             table_elements: limits.table_elements as usize,
@@ -375,7 +414,7 @@ impl Sandbox {
 struct Run {
     store: Store<JobState>,
     started: Instant,
-    log: logs::JobLog,
+    log: JobLog,
     fuel_budget: Option<u64>,
     cx: FailureContext,
 }

@@ -19,7 +19,6 @@ mod postgres;
 mod rows;
 mod sqlite;
 
-use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -29,19 +28,9 @@ pub use postgres::{PostgresConfig, PostgresStore, redact_url};
 pub use sqlite::{Durability, SCHEMA_VERSION, SqliteStore};
 
 use crate::fault::Fault;
+pub use crate::job::JobId;
 use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::RetryPolicySpec;
-
-/// A job's identity, assigned by the store at enqueue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct JobId(pub u64);
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
 
 /// A job to enqueue, with its retry policy already resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! The imports husk provides, and linking a component to exactly the ones it
-//! names.
+//! names: one linker per set of interfaces ([`Linkers`]).
 //!
 //! husk provides its own `husk:worker/log` and `husk:worker/types` (at
 //! 0.1.x) and the WASI 0.2 interfaces of `wasi:cli/imports` that
@@ -24,9 +24,8 @@ use wasmtime_wasi::p2::bindings;
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView as _};
 use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
 
-use super::JobState;
-use super::waits::BoundedIo;
 use crate::bindings::operation::husk::worker::{log, types};
+use crate::guest::{BoundedIo, JobState};
 
 /// Adds one interface to a linker.
 type Add = fn(&mut Linker<JobState>) -> wasmtime::Result<()>;

@@ -25,7 +25,7 @@ use wasmtime_wasi::p2::bindings::sync::io::poll::{self, Pollable};
 use wasmtime_wasi::p2::bindings::sync::io::streams::{self, InputStream, OutputStream};
 use wasmtime_wasi::p2::{StreamError, StreamResult};
 
-use super::kill::{CancelRequested, DeadlinePassed};
+use super::stops::{CancelRequested, DeadlinePassed};
 use super::{CancelToken, runtime};
 use crate::engine::Engine;
 

@@ -1,10 +1,11 @@
-//! Tenants: who may call the API (tokens, kept only as SHA-256 hashes) and
-//! the quotas that bound what a tenant's topics may take from the host.
+//! Quotas: what a tenant's topics may take from the host together — jobs
+//! running at once (the concurrency gate) and live jobs (the queue check).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::dispatch::Snapshot;
+use std::collections::BTreeMap;
+
 use crate::store::Depth;
 
 /// Limits one tenant's topics share. `None` is unlimited.
@@ -81,30 +82,6 @@ impl ConcurrencyGate {
     }
 }
 
-/// The API's view of the tenants: which token hash belongs to whom.
-#[derive(Debug, Clone, Default)]
-pub struct Tenants {
-    by_hash: HashMap<String, String>,
-}
-
-impl Tenants {
-    /// Tenants from `(token hash, tenant)` pairs.
-    pub fn new(hashes: impl IntoIterator<Item = (String, String)>) -> Self {
-        Self { by_hash: hashes.into_iter().collect() }
-    }
-
-    /// The tenant whose token this is. The token is hashed first, so the
-    /// lookup compares digests, never the secret itself.
-    pub fn authenticate(&self, token: &str) -> Option<&str> {
-        self.by_hash.get(&crate::config::token_hash(token)).map(String::as_str)
-    }
-
-    /// Whether no token is configured (every API call is then refused).
-    pub fn is_empty(&self) -> bool {
-        self.by_hash.is_empty()
-    }
-}
-
 /// Live jobs of `topics` among `depths`.
 fn live_in<'a>(depths: impl IntoIterator<Item = (&'a String, &'a Depth)>, topics: &[String]) -> u64 {
     depths.into_iter().filter(|(topic, _)| topics.contains(topic)).map(|(_, d)| d.live()).sum()
@@ -121,7 +98,7 @@ fn live_in<'a>(depths: impl IntoIterator<Item = (&'a String, &'a Depth)>, topics
 /// the limit the exact count sees them.
 ///
 /// Which enqueues a snapshot counts is decided by the dispatcher's enqueue
-/// count ([`Dispatcher::enqueued`](crate::dispatch::Dispatcher::enqueued)),
+/// count (`Dispatcher::enqueued`),
 /// not by when the snapshot was published: a snapshot reads that count before
 /// it reads the depths, so a job whose count it read is in its depths, while
 /// a job stored during the depth read may be missing from a snapshot
@@ -136,22 +113,25 @@ pub struct QueueCheck {
 impl QueueCheck {
     /// The tenant's live jobs (of `topics`) as far as the check against
     /// `max` needs: the estimate when clearly under, else counted in
-    /// `exact()`, the store's depths.
+    /// `exact()`, the store's depths. The estimate starts from a published
+    /// snapshot: its `depths`, read after it read the dispatcher's enqueue
+    /// count `counted` (see the type's docs).
     ///
     /// # Errors
     ///
     /// What `exact` returns.
     pub fn live<E>(
         &mut self,
-        snapshot: &Snapshot,
+        counted: u64,
+        depths: &BTreeMap<String, Depth>,
         topics: &[String],
         max: u64,
         exact: impl FnOnce() -> Result<Vec<(String, Depth)>, E>,
     ) -> Result<u64, E> {
-        while self.uncounted.front().is_some_and(|&mark| mark <= snapshot.totals.enqueued) {
+        while self.uncounted.front().is_some_and(|&mark| mark <= counted) {
             self.uncounted.pop_front();
         }
-        let estimate = live_in(&snapshot.depths, topics) + self.uncounted.len() as u64;
+        let estimate = live_in(depths, topics) + self.uncounted.len() as u64;
         if estimate < max - max / 10 { Ok(estimate) } else { Ok(live_in(exact()?.iter().map(|(t, d)| (t, d)), topics)) }
     }
 
@@ -164,25 +144,29 @@ impl QueueCheck {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, SystemTime};
+    use std::collections::BTreeMap;
 
     use super::{ConcurrencyGate, QueueCheck};
-    use crate::dispatch::{Snapshot, Totals};
     use crate::store::Depth;
 
-    /// A snapshot that read the enqueue count `enqueued`, then `queued`
-    /// live jobs of topic `t`.
-    fn snapshot(enqueued: u64, queued: u64) -> Snapshot {
-        Snapshot {
-            taken_at: SystemTime::UNIX_EPOCH + Duration::from_secs(enqueued),
-            totals: Totals { enqueued, ..Totals::default() },
-            depths: [
-                ("t".to_owned(), Depth { queued, ..Depth::default() }),
-                ("other".to_owned(), Depth { queued: 500, ..Depth::default() }),
-            ]
-            .into_iter()
-            .collect(),
-        }
+    /// What a snapshot that read the enqueue count `enqueued`, then `queued`
+    /// live jobs of topic `t`, holds: the count and the depths.
+    fn snapshot(enqueued: u64, queued: u64) -> (u64, BTreeMap<String, Depth>) {
+        let depths = [
+            ("t".to_owned(), Depth { queued, ..Depth::default() }),
+            ("other".to_owned(), Depth { queued: 500, ..Depth::default() }),
+        ];
+        (enqueued, depths.into_iter().collect())
+    }
+
+    /// The check's answer for topic `t`, from what a snapshot holds.
+    fn live<E>(
+        check: &mut QueueCheck,
+        (counted, depths): (u64, BTreeMap<String, Depth>),
+        max: u64,
+        exact: impl FnOnce() -> Result<Vec<(String, Depth)>, E>,
+    ) -> Result<u64, E> {
+        check.live(counted, &depths, &["t".to_owned()], max, exact)
     }
 
     #[test]
@@ -197,13 +181,12 @@ mod tests {
 
     #[test]
     fn the_queue_check_estimates_far_from_the_limit_and_counts_near_it() {
-        let topics = ["t".to_owned()];
         let mut check = QueueCheck::default();
         let exact_never = || -> Result<Vec<(String, Depth)>, ()> { panic!("counted exactly far from the limit") };
         // 80 published (enqueue count 100) + up to 9 enqueued since: under
         // 90 (the limit less a tenth), estimated.
         for n in 0..10 {
-            assert_eq!(check.live(&snapshot(100, 80), &topics, 100, exact_never), Ok(80 + n));
+            assert_eq!(live(&mut check, snapshot(100, 80), 100, exact_never), Ok(80 + n));
             check.added(101 + n);
         }
         // 80 + 10 is within a tenth of the limit: counted exactly.
@@ -213,28 +196,27 @@ mod tests {
                 ("other".to_owned(), Depth { queued: 3, ..Depth::default() }),
             ])
         };
-        assert_eq!(check.live(&snapshot(100, 80), &topics, 100, store), Ok(97));
+        assert_eq!(live(&mut check, snapshot(100, 80), 100, store), Ok(97));
         // A newer snapshot that read the count after 5 of the 10 (and saw
         // one job end): it counts those 5 in its depths, the other 5 are
         // still added.
-        assert_eq!(check.live(&snapshot(105, 84), &topics, 100, exact_never), Ok(84 + 5));
+        assert_eq!(live(&mut check, snapshot(105, 84), 100, exact_never), Ok(84 + 5));
         // One that read the count after all of them: none added.
-        assert_eq!(check.live(&snapshot(110, 84), &topics, 100, exact_never), Ok(84));
+        assert_eq!(live(&mut check, snapshot(110, 84), 100, exact_never), Ok(84));
     }
 
     #[test]
     fn a_snapshot_published_after_an_enqueue_but_read_before_it_does_not_hide_it() {
         // Max 3, two live jobs in the snapshot: a third is admitted.
-        let topics = ["t".to_owned()];
         let mut check = QueueCheck::default();
         let exact = || Ok::<_, ()>(vec![("t".to_owned(), Depth { queued: 3, ..Depth::default() })]);
         let first = snapshot(2, 2);
-        assert_eq!(check.live(&first, &topics, 3, exact), Ok(2));
+        assert_eq!(live(&mut check, first, 3, exact), Ok(2));
         check.added(3);
         // A new snapshot read the count (2) and the depths while the third
         // was being stored, and was published after: it does not count the
         // third, so the check still does, reaches the limit and counts exactly.
-        let newer = Snapshot { taken_at: first.taken_at + Duration::from_secs(1), ..snapshot(2, 2) };
-        assert_eq!(check.live(&newer, &topics, 3, exact), Ok(3));
+        let newer = snapshot(2, 2);
+        assert_eq!(live(&mut check, newer, 3, exact), Ok(3));
     }
 }

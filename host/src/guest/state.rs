@@ -21,8 +21,8 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::kill::MemoryLimitExceeded;
 use super::logs::JobLog;
+use super::stops::MemoryLimitExceeded;
 use super::waits::{Bound, BoundedIo};
 use crate::bindings::LogLevel;
 use crate::bindings::operation::husk::worker::{log, types};
