@@ -1,5 +1,5 @@
 //! The imports husk provides, and linking a component to exactly the ones it
-//! names: one linker per set of interfaces ([`Linkers`]).
+//! names: one linker per set of interfaces.
 //!
 //! husk provides its own `husk:worker/log` and `husk:worker/types` (at
 //! 0.1.x) and the WASI 0.2 interfaces of `wasi:cli/imports` that

@@ -20,7 +20,8 @@ pub(crate) use stops::{CancelRequested, DeadlinePassed};
 pub(crate) use waits::{Bound, BoundedIo};
 
 /// A flag that cancels a job: a running job is interrupted at the next
-/// epoch tick and ends [`Ending::Cancelled`]. Cheap to clone.
+/// epoch tick (in WebAssembly or in a wait) and ends cancelled. Cheap to
+/// clone.
 #[derive(Debug, Clone, Default)]
 pub struct CancelToken(Arc<AtomicBool>);
 
