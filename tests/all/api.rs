@@ -11,8 +11,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use husk_host::client::{Client, ClientError};
-use husk_host::tokens::token_hash;
+use husk_cli::client::{Client, ClientError};
+use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
 
 use crate::serve::start_error;

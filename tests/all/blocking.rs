@@ -9,10 +9,10 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use husk_host::classify::{Classification, ErrorMapper};
-use husk_host::fault::{Fault, codes};
-use husk_host::plugin::World;
-use husk_host::sandbox::{CancelToken, Execution, Kill, Limits, RunEnding, Sandbox};
+use husk::classify::{Classification, ErrorMapper};
+use husk::fault::{Fault, codes};
+use husk::plugin::World;
+use husk::sandbox::{CancelToken, Execution, Kill, Limits, RunEnding, Sandbox};
 use serde_json::{Value, json};
 
 use crate::support::{GuestLogs, fault, job, load, load_as, manual_sandbox, output};
@@ -176,7 +176,7 @@ workers = 1
 retry = {{ kind = "none" }}
 mapper = "{bad_mapper}"
 "#,
-        hash = husk_host::tokens::token_hash(crate::api::TOKEN_A),
+        hash = husk_server::tokens::token_hash(crate::api::TOKEN_A),
         sleeper = crate::support::guest("sleeper").display(),
         forger = crate::support::guest("forger").display(),
         bad_mapper = crate::support::guest("bad-mapper").display(),
@@ -229,10 +229,8 @@ fn husk_serve_ends_jobs_and_mappers_blocked_in_host_calls_and_stops_at_sigterm()
     server.wait_until("the second held job runs", |_| job_state(&a, &id)["state"] == "running");
     let (status, dir) = server.terminate();
     assert!(status.success(), "husk serve exited with {status} after SIGTERM");
-    let store =
-        husk_host::store::SqliteStore::open(&dir.path().join("husk.db"), husk_host::store::Durability::Normal).unwrap();
-    let record =
-        husk_host::store::JobStore::get(&store, husk_host::store::JobId(id.as_u64().unwrap())).unwrap().unwrap();
-    assert_eq!(record.state, husk_host::store::JobState::Queued, "released");
+    let store = husk_sqlite::SqliteStore::open(&dir.path().join("husk.db"), husk_sqlite::Durability::Normal).unwrap();
+    let record = husk::store::JobStore::get(&store, husk::store::JobId(id.as_u64().unwrap())).unwrap().unwrap();
+    assert_eq!(record.state, husk::store::JobState::Queued, "released");
     assert_eq!(record.attempt, 1, "the attempt was not spent");
 }

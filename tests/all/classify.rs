@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use husk_host::classify::{Classification, ErrorMapper, Rule, Rules};
-use husk_host::engine::{Engine, EngineConfig};
-use husk_host::fault::Fault;
-use husk_host::plugin::World;
-use husk_host::sandbox::{Limits, Sandbox};
+use husk::classify::{Classification, ErrorMapper, Rule, Rules};
+use husk::engine::{Engine, EngineConfig};
+use husk::fault::Fault;
+use husk::plugin::World;
+use husk::sandbox::{Limits, Sandbox};
 use serde_json::json;
 
 use crate::rig::rules;

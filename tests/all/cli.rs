@@ -3,7 +3,7 @@
 
 use std::process::{Command, Output};
 
-use husk_host::cli::{EXIT_ERROR, EXIT_GUEST_FAULT, EXIT_LIMIT_KILL, EXIT_TRAP};
+use husk_cli::cli::{EXIT_ERROR, EXIT_GUEST_FAULT, EXIT_LIMIT_KILL, EXIT_TRAP};
 use serde_json::Value;
 
 use crate::support::guest;

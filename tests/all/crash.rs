@@ -7,8 +7,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{Durability, FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported, SqliteStore};
+use husk::retry::RetryPolicySpec;
+use husk::store::{FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported};
+use husk_sqlite::{Durability, SqliteStore};
 
 const CHILD_ENV: &str = "HUSK_CRASH_CHILD_DB";
 

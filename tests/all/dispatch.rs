@@ -4,13 +4,13 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use husk_host::classify::Classification;
-use husk_host::clock::Clock;
-use husk_host::dispatch::{JobResult, TopicPolicy};
-use husk_host::fault::{Fault, codes};
-use husk_host::outcome::Outcome;
-use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{CancelResult, Enqueued, JobId, JobState, Report, Reported, RetryIncidentResult};
+use husk::classify::Classification;
+use husk::clock::Clock;
+use husk::dispatch::{JobResult, TopicPolicy};
+use husk::fault::{Fault, codes};
+use husk::outcome::Outcome;
+use husk::retry::RetryPolicySpec;
+use husk::store::{CancelResult, Enqueued, JobId, JobState, Report, Reported, RetryIncidentResult};
 use serde_json::json;
 
 use crate::rig::{Backend, LOCK, Rig, conformance, rules};
@@ -19,7 +19,7 @@ fn fixed(max_attempts: u32, secs: u64) -> RetryPolicySpec {
     RetryPolicySpec::Fixed { max_attempts, delay: Duration::from_secs(secs) }
 }
 
-fn payments_mapper() -> husk_host::classify::ErrorMapper {
+fn payments_mapper() -> husk::classify::ErrorMapper {
     rules(json!([
         { "code": "payment.declined", "pointer": "/reason", "classify_as": "business-error" },
         { "code": "account.*", "pointer": "/status", "classify_as": "business-status" },
@@ -163,7 +163,7 @@ fn a_waiting_fetch_wakes_at_the_nearest_gate(backend: Backend) {
         .dispatcher
         .store()
         .fetch_and_lock(
-            husk_host::store::FetchRequest { worker: "peek", topics: &[], max: 0, lock_duration: LOCK },
+            husk::store::FetchRequest { worker: "peek", topics: &[], max: 0, lock_duration: LOCK },
             rig.clock.now(),
         )
         .unwrap();
@@ -434,14 +434,14 @@ fn fault_bodies_with_nul_are_kept_in_the_history(backend: Backend) {
 fn a_history_keeps_a_cut_of_each_fault_body(backend: Backend) {
     let rig = Rig::with_topic(backend, fixed(3, 1));
     let id = rig.enqueue("t");
-    let body = "x".repeat(3 * husk_host::store::HISTORY_FAULT_BODY).into_bytes();
+    let body = "x".repeat(3 * husk::store::HISTORY_FAULT_BODY).into_bytes();
     let job = rig.fetch_one("t");
     rig.dispatcher.report(&job, JobResult::Fault(Fault::new("big", body.clone())), None).unwrap();
     let record = rig.get(id);
     // (Compared as values: the SQL stores keep a body that is not JSON as a
     // JSON string.)
     let kept = record.attempts[0].fault.as_ref().unwrap().body_value();
-    assert_eq!(kept, json!("x".repeat(husk_host::store::HISTORY_FAULT_BODY)));
+    assert_eq!(kept, json!("x".repeat(husk::store::HISTORY_FAULT_BODY)));
     assert_eq!(record.last_fault.unwrap().body_value(), json!(String::from_utf8(body).unwrap()));
 }
 
@@ -503,7 +503,7 @@ fn keyed_enqueue_counts_and_wakes_only_when_it_creates(backend: Backend) {
 
 #[test]
 fn classification_converts_from_the_contract() {
-    let c: Classification = husk_host::bindings::Classification::BusinessStatus("s".into()).into();
+    let c: Classification = husk::bindings::Classification::BusinessStatus("s".into()).into();
     assert_eq!(c, Classification::BusinessStatus { value: "s".into() });
 }
 

@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use husk_host::dispatch::JobResult;
-use husk_host::fault::Fault;
-use husk_host::outcome::Outcome;
-use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{JobId, LockedJob};
+use husk::dispatch::JobResult;
+use husk::fault::Fault;
+use husk::outcome::Outcome;
+use husk::retry::RetryPolicySpec;
+use husk::store::{JobId, LockedJob};
 use proptest::prelude::*;
 
 use crate::rig::{Backend, LOCK, Rig};
@@ -45,7 +45,7 @@ fn check(backend: Backend, jobs: usize, max_attempts: u32, delay: u64, steps: Ve
     let rig = Rig::on(backend, None);
     let mapper = crate::rig::rules(serde_json::json!([{ "code": "business", "classify_as": "business-error" }]));
     let retry = RetryPolicySpec::Fixed { max_attempts, delay: Duration::from_secs(delay) };
-    rig.dispatcher.set_topic("t", husk_host::dispatch::TopicPolicy { retry: Some(retry), mapper: Some(mapper) });
+    rig.dispatcher.set_topic("t", husk::dispatch::TopicPolicy { retry: Some(retry), mapper: Some(mapper) });
     let ids: Vec<JobId> = (0..jobs).map(|_| rig.enqueue("t")).collect();
     let mut held: Vec<LockedJob> = Vec::new();
     let mut attempts_seen: HashMap<JobId, u32> = HashMap::new();

@@ -1,9 +1,9 @@
 //! The well-behaved example guests, through the sandbox.
 
-use husk_host::bindings::{BusinessError, Classification};
-use husk_host::fault::Fault;
-use husk_host::plugin::World;
-use husk_host::sandbox::{Limits, RunEnding};
+use husk::bindings::{BusinessError, Classification};
+use husk::fault::Fault;
+use husk::plugin::World;
+use husk::sandbox::{Limits, RunEnding};
 use serde_json::json;
 
 use crate::support::{fault, job, load, load_as, mapper_limits, output, run, sandbox};

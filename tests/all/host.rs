@@ -1,7 +1,7 @@
 //! Building a host: every bad topic is refused at build, naming the topic.
 
-use husk_host::classify::Rule;
-use husk_host::{Host, HostError, MapperSpec, PluginSource, Topic};
+use husk::classify::Rule;
+use husk::{Host, HostError, MapperSpec, PluginSource, Topic};
 
 use crate::support::{guest, test_config};
 

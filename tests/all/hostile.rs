@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use husk_host::fault::codes;
-use husk_host::sandbox::{CancelToken, Kill, Limits, RunEnding};
+use husk::fault::codes;
+use husk::sandbox::{CancelToken, Kill, Limits, RunEnding};
 use serde_json::json;
 
 use crate::support::{GuestLogs, fault, fuel_sandbox, job, load, manual_sandbox, output, run, run_with, sandbox};

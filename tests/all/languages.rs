@@ -11,14 +11,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use husk_host::bindings::{BusinessError, Classification};
-use husk_host::engine::{Engine, EngineConfig};
-use husk_host::fault::Fault;
-use husk_host::outcome::Outcome;
-use husk_host::plugin::World;
-use husk_host::retry::RetryPolicySpec;
-use husk_host::sandbox::{Limits, RunEnding, Sandbox};
-use husk_host::{Host, MapperSpec, PluginSource, Topic};
+use husk::bindings::{BusinessError, Classification};
+use husk::engine::{Engine, EngineConfig};
+use husk::fault::Fault;
+use husk::outcome::Outcome;
+use husk::plugin::World;
+use husk::retry::RetryPolicySpec;
+use husk::sandbox::{Limits, RunEnding, Sandbox};
+use husk::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::{Value, json};
 
 use crate::support::{GuestLogs, Language, MAPPER_DEADLINE, job, mapper_limits, test_config};
@@ -31,7 +31,7 @@ const RUNAWAY_ATTEMPTS: u32 = 2;
 /// An engine config sharing one compile cache across the tests: the
 /// Python and JavaScript components take seconds to compile.
 fn cached_config() -> EngineConfig {
-    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/guests/compile-cache");
+    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/guests/compile-cache");
     EngineConfig { cache_dir: Some(cache), ..test_config() }
 }
 

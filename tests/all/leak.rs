@@ -7,8 +7,8 @@
 
 use std::process::Command;
 
-use husk_host::plugin::World;
-use husk_host::sandbox::Limits;
+use husk::plugin::World;
+use husk::sandbox::Limits;
 use serde_json::json;
 
 use crate::support::{job, load_as, output, sandbox};

@@ -4,12 +4,11 @@
 
 use std::time::{Duration, SystemTime};
 
-use husk_host::outcome::Outcome;
-use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{
-    Durability, Enqueued, FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported, SCHEMA_VERSION,
-    SqliteStore,
-};
+use husk::outcome::Outcome;
+use husk::retry::RetryPolicySpec;
+use husk::store::sql::SCHEMA_VERSION;
+use husk::store::{Enqueued, FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported};
+use husk_sqlite::{Durability, SqliteStore};
 
 const SQLITE_1: &str = include_str!("schema/sqlite-1.sql");
 const POSTGRES_1: &str = include_str!("schema/postgres-1.sql");

@@ -1,9 +1,9 @@
 //! Loading plugins: validation against the claimed world at load time, the
 //! compile cache, and precompiled components.
 
-use husk_host::engine::{CodeSource, Engine};
-use husk_host::plugin::{Plugin, PluginError, World};
-use husk_host::sandbox::{RunEnding, Sandbox};
+use husk::engine::{CodeSource, Engine};
+use husk::plugin::{Plugin, PluginError, World};
+use husk::sandbox::{RunEnding, Sandbox};
 use serde_json::json;
 use wasmparser::{ComponentTypeRef, TypeBounds};
 
@@ -84,7 +84,7 @@ fn a_plugin_links_exactly_the_interfaces_its_component_imports() {
     let imported = imports_in(&bytes);
     assert!(imported.iter().any(|name| name.starts_with("husk:worker/types@0.1.")), "{imported:?}");
     assert_eq!(plugin.imports(), imported);
-    let provided: Vec<&str> = husk_host::linker::provided().collect();
+    let provided: Vec<&str> = husk::linker::provided().collect();
     for import in plugin.imports() {
         let name = import.split_once('@').unwrap().0;
         assert!(provided.contains(&name), "{import} is not one husk provides");
@@ -199,7 +199,7 @@ fn core_modules_and_other_files_are_not_components() {
 #[test]
 fn second_load_comes_from_the_compile_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let config = || husk_host::engine::EngineConfig { cache_dir: Some(dir.path().to_owned()), ..test_config() };
+    let config = || husk::engine::EngineConfig { cache_dir: Some(dir.path().to_owned()), ..test_config() };
     let first = Sandbox::new(Engine::new(config()).unwrap()).unwrap();
     let compiled = first.load(&guest("transform"), World::Operation).unwrap();
     assert_eq!(compiled.code_source(), CodeSource::Compiled);

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use husk_host::outcome::Outcome;
-use husk_host::retry::RetryPolicySpec;
-use husk_host::sandbox::Limits;
-use husk_host::store::{CancelResult, JobId, JobState};
-use husk_host::{Host, MapperSpec, PluginSource, Topic};
+use husk::outcome::Outcome;
+use husk::retry::RetryPolicySpec;
+use husk::sandbox::Limits;
+use husk::store::{CancelResult, JobId, JobState};
+use husk::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::json;
 
 use crate::support::{MAPPER_DEADLINE, guest, test_config};

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use husk_host::dispatch::JobResult;
-use husk_host::quota::Quota;
-use husk_host::sandbox::CancelToken;
-use husk_host::store::LockedJob;
-use husk_host::worker::{Handled, Handler};
-use husk_host::{Host, Topic};
+use husk::dispatch::JobResult;
+use husk::quota::Quota;
+use husk::sandbox::CancelToken;
+use husk::store::LockedJob;
+use husk::worker::{Handled, Handler};
+use husk::{Host, Topic};
 
 use crate::support_sink::WaitingSink;
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use husk_host::retry::{DEFAULT_RETRY, ExponentialBackoff, FixedDelay, NoRetry, RetryPolicy, RetryPolicySpec};
+use husk::retry::{DEFAULT_RETRY, ExponentialBackoff, FixedDelay, NoRetry, RetryPolicy, RetryPolicySpec};
 
 #[test]
 fn no_retry_never_retries() {

@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use husk_host::classify::{ErrorMapper, Rule, Rules};
-use husk_host::clock::ManualClock;
-use husk_host::dispatch::{Dispatcher, JobResult, TopicPolicy};
-use husk_host::fault::Fault;
-use husk_host::outcome::{CollectingSink, Outcome, TerminalOutcome};
-use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{Durability, JobId, JobRecord, JobStore, LockedJob, MemoryStore, Reported, SqliteStore};
+use husk::classify::{ErrorMapper, Rule, Rules};
+use husk::clock::ManualClock;
+use husk::dispatch::{Dispatcher, JobResult, TopicPolicy};
+use husk::fault::Fault;
+use husk::outcome::{CollectingSink, Outcome, TerminalOutcome};
+use husk::retry::RetryPolicySpec;
+use husk::store::{JobId, JobRecord, JobStore, LockedJob, MemoryStore, Reported};
+use husk_sqlite::{Durability, SqliteStore};
 
 /// Lock duration of every fetch in these tests.
 pub const LOCK: Duration = Duration::from_secs(30);
@@ -63,7 +64,7 @@ pub mod pg {
     use std::sync::OnceLock;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    use husk_host::store::{PostgresConfig, PostgresStore};
+    use husk_postgres::{PostgresConfig, PostgresStore};
 
     /// The URL of the test server: `$HUSK_TEST_POSTGRES`, else the one
     /// `scripts/postgres start` wrote to `target/postgres/url`. `None`
@@ -73,7 +74,7 @@ pub mod pg {
         static URL: OnceLock<Option<String>> = OnceLock::new();
         let url = URL.get_or_init(|| {
             let url = std::env::var("HUSK_TEST_POSTGRES").ok().or_else(|| {
-                let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/postgres/url");
+                let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/postgres/url");
                 std::fs::read_to_string(file).ok().map(|s| s.trim().to_owned())
             });
             if url.is_none() {

@@ -39,7 +39,7 @@ fn create_and_build(language: Language, parent: &Path) -> Option<PathBuf> {
     match language {
         Language::Rust => {
             // One target dir for every run, so wit-bindgen is compiled once.
-            let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/scaffold");
+            let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/scaffold");
             build.env("CARGO_TARGET_DIR", target);
         }
         Language::Python => {

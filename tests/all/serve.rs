@@ -13,10 +13,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use husk_host::fault::{body_value, codes};
-use husk_host::outcome::{Outcome, TerminalOutcome};
-use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{Depth, Durability, Enqueued, JobId, JobState, JobStore, NewJob, SqliteStore};
+use husk::fault::{body_value, codes};
+use husk::outcome::{Outcome, TerminalOutcome};
+use husk::retry::RetryPolicySpec;
+use husk::store::{Depth, Enqueued, JobId, JobState, JobStore, NewJob};
+use husk_sqlite::{Durability, SqliteStore};
 
 use crate::rig::pg::TestSchema;
 use crate::support::guest;
@@ -338,7 +339,7 @@ fn bad_config_and_store_input_fail_at_start_with_one_line_naming_them() {
     let error = run(&format!("store = \"postgres://husk:s3cret@127.0.0.1:1/husk\"\n{topic}"));
     assert!(error.contains("postgres://husk:***@127.0.0.1:1/husk") && !error.contains("s3cret"), "{error}");
     if let Some(url) = crate::rig::pg::url() {
-        let wrong = husk_host::store::redact_url(url).replace("***", "not-the-password");
+        let wrong = husk_postgres::redact_url(url).replace("***", "not-the-password");
         let error = run(&format!("store = \"{wrong}\"\n{topic}"));
         assert!(error.contains("password authentication failed") && !error.contains("not-the-password"), "{error}");
     }

@@ -4,13 +4,14 @@
 
 use std::time::{Duration, SystemTime};
 
-use husk_host::fault::Fault;
-use husk_host::outcome::Outcome;
-use husk_host::retry::RetryPolicySpec;
-use husk_host::store::{
-    CancelResult, Depth, Durability, Enqueued, FetchRequest, JobId, JobState, JobStore, ListFilter, LockedJob,
-    MemoryStore, NewJob, Report, Reported, SqliteStore,
+use husk::fault::Fault;
+use husk::outcome::Outcome;
+use husk::retry::RetryPolicySpec;
+use husk::store::{
+    CancelResult, Depth, Enqueued, FetchRequest, JobId, JobState, JobStore, ListFilter, LockedJob, MemoryStore, NewJob,
+    Report, Reported,
 };
+use husk_sqlite::{Durability, SqliteStore};
 
 use crate::rig::{Backend, conformance};
 
@@ -289,8 +290,8 @@ fn postgres_refuses_a_newer_schema_naming_the_url_and_changes_nothing() {
     let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
     let set_version = format!("UPDATE {}.husk_meta SET value = 99 WHERE key = 'schema_version'", schema.name);
     client.batch_execute(&set_version).unwrap();
-    let error = husk_host::store::PostgresStore::open(&schema.config()).unwrap_err().to_string();
-    assert!(error.contains(&husk_host::store::redact_url(url)) && error.contains("newer husk"), "{error}");
+    let error = husk_postgres::PostgresStore::open(&schema.config()).unwrap_err().to_string();
+    assert!(error.contains(&husk_postgres::redact_url(url)) && error.contains("newer husk"), "{error}");
     assert!(!error.contains('\n') && !error.contains(":husk@"), "one line, password redacted: {error}");
     let count = format!("SELECT count(*) FROM {}.husk_jobs WHERE id = $1", schema.name);
     assert_eq!(client.query_one(&count, &[&(id.0 as i64)]).unwrap().get::<_, i64>(0), 1, "the job is still there");
@@ -341,7 +342,7 @@ fn sqlite_refuses_a_read_only_file_naming_it_and_changes_nothing() {
 
 #[test]
 fn postgres_urls_are_redacted_wherever_the_password_is() {
-    use husk_host::store::redact_url;
+    use husk_postgres::redact_url;
     assert_eq!(redact_url("postgres://husk:s3cret@db:5432/husk"), "postgres://husk:***@db:5432/husk");
     assert_eq!(
         redact_url("postgresql://husk@db/husk?password=s3cret&sslmode=disable"),

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
-use husk_host::engine::{Engine, EngineConfig};
-use husk_host::fault::Fault;
-use husk_host::plugin::{Plugin, World};
-use husk_host::sandbox::{Execution, Job, Limits, RunEnding, Sandbox};
+use husk::engine::{Engine, EngineConfig};
+use husk::fault::Fault;
+use husk::plugin::{Plugin, World};
+use husk::sandbox::{Execution, Job, Limits, RunEnding, Sandbox};
 use serde_json::Value;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -134,7 +134,7 @@ impl Visit for MessageVisitor {
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for GuestLogs {
     fn on_event(&self, event: &tracing::Event<'_>, _cx: Context<'_, S>) {
-        if event.metadata().target() != husk_host::sandbox::GUEST_TARGET {
+        if event.metadata().target() != husk::sandbox::GUEST_TARGET {
             return;
         }
         let mut visitor = MessageVisitor(String::new());
@@ -201,7 +201,7 @@ impl Language {
 }
 
 fn build_guests(language: Language) -> Result<PathBuf, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf();
     let output = std::process::Command::new(root.join("scripts/build-guests"))
         .arg(language.name())
         .env("HUSK", env!("CARGO_BIN_EXE_husk"))

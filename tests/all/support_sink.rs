@@ -3,7 +3,7 @@
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use husk_host::outcome::{OutcomeSink, TerminalOutcome};
+use husk::outcome::{OutcomeSink, TerminalOutcome};
 
 #[derive(Default)]
 pub struct WaitingSink {

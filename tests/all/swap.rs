@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use husk_host::outcome::Outcome;
-use husk_host::sandbox::{CancelToken, Limits};
-use husk_host::store::{JobId, Lock, LockedJob};
-use husk_host::versions::Origin;
-use husk_host::worker::{Handler, WasmHandler};
-use husk_host::{Host, PluginSource, Topic};
+use husk::outcome::Outcome;
+use husk::sandbox::{CancelToken, Limits};
+use husk::store::{JobId, Lock, LockedJob};
+use husk::versions::Origin;
+use husk::worker::{Handler, WasmHandler};
+use husk::{Host, PluginSource, Topic};
 use serde_json::{Value, json};
 
 use crate::support::{guest, load, sandbox, test_config};
@@ -28,7 +28,7 @@ fn version_tag(output: &[u8]) -> String {
 fn a_hundred_deploys_under_load_fail_no_job_and_each_attempt_records_its_version() {
     let cache = tempfile::tempdir().unwrap();
     let sink = Arc::new(WaitingSink::default());
-    let engine = husk_host::engine::EngineConfig { cache_dir: Some(cache.path().to_owned()), ..test_config() };
+    let engine = husk::engine::EngineConfig { cache_dir: Some(cache.path().to_owned()), ..test_config() };
     let host = Host::builder()
         .engine(engine)
         .sink(sink.clone())
@@ -38,7 +38,7 @@ fn a_hundred_deploys_under_load_fail_no_job_and_each_attempt_records_its_version
     // Version 2 compiled into the cache before the jobs start: no deploy in
     // the loop compiles, so the deploys keep pace with the jobs even when a
     // loaded machine makes a compile slow.
-    host.sandbox().load(&guest("quote-v2"), husk_host::plugin::World::Operation).unwrap();
+    host.sandbox().load(&guest("quote-v2"), husk::plugin::World::Operation).unwrap();
     let inputs: Vec<Vec<u8>> =
         (0..JOBS).map(|i| json!({ "amount": i, "currency": "EUR" }).to_string().into_bytes()).collect();
     host.dispatcher().enqueue_many("quote", inputs, None).unwrap();
@@ -104,8 +104,8 @@ fn a_pinned_batch_runs_on_the_version_current_at_its_fetch() {
     let on_current = handler.handle(&job, &CancelToken::default());
     assert_eq!(on_pinned.plugin_version.as_deref(), Some(v1.digest()));
     assert_eq!(on_current.plugin_version.as_deref(), Some(v2.digest()));
-    let tag = |handled: &husk_host::worker::Handled| match &handled.result {
-        husk_host::dispatch::JobResult::Output(output) => version_tag(output),
+    let tag = |handled: &husk::worker::Handled| match &handled.result {
+        husk::dispatch::JobResult::Output(output) => version_tag(output),
         other => panic!("{other:?}"),
     };
     assert_eq!((tag(&on_pinned), tag(&on_current)), ("v1".to_owned(), "v2".to_owned()));

@@ -4,8 +4,8 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use husk_host::fault::codes;
-use husk_host::sandbox::{Kill, Limits, RunEnding};
+use husk::fault::codes;
+use husk::sandbox::{Kill, Limits, RunEnding};
 use serde_json::json;
 
 use crate::support::{GuestLogs, fault, job, load, manual_sandbox, output};

@@ -7,9 +7,9 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use husk_host::engine::{CodeSource, Engine, EngineConfig};
-use husk_host::plugin::{PluginError, World};
-use husk_host::sandbox::Sandbox;
+use husk::engine::{CodeSource, Engine, EngineConfig};
+use husk::plugin::{PluginError, World};
+use husk::sandbox::Sandbox;
 use serde_json::json;
 
 use crate::api::Server;
@@ -59,7 +59,7 @@ fn a_config_file_names_a_precompiled_plugin_only_with_allow_precompiled() {
     assert!(compile.status.success(), "{}", String::from_utf8_lossy(&compile.stderr));
     let text = format!(
         "store = \"memory\"\n\n[tenants.a]\ntokens = [\"sha256:{}\"]\n\n[topics.t]\ntenant = \"a\"\nplugin = \"{}\"\nworkers = 1\n",
-        husk_host::tokens::token_hash(crate::api::TOKEN_A),
+        husk_server::tokens::token_hash(crate::api::TOKEN_A),
         cwasm.display()
     );
     let error = start_error(dir.path(), &text, &[]);

@@ -13,17 +13,17 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request};
 use http_body_util::BodyExt;
-use husk_host::api::{Api, BodyLimits, OutcomeFeed, router};
-use husk_host::tokens::token_hash;
-use husk_host::dispatch::JobResult;
-use husk_host::metrics::Metrics;
-use husk_host::retry::RetryPolicySpec;
-use husk_host::sandbox::CancelToken;
-use husk_host::store::LockedJob;
-use husk_host::quota::Quota;
-use husk_host::tokens::Tenants;
-use husk_host::worker::{Handled, Handler};
-use husk_host::{Host, Topic};
+use husk_server::api::{Api, BodyLimits, OutcomeFeed, router};
+use husk_server::tokens::token_hash;
+use husk::dispatch::JobResult;
+use husk_server::metrics::Metrics;
+use husk::retry::RetryPolicySpec;
+use husk::sandbox::CancelToken;
+use husk::store::LockedJob;
+use husk::quota::Quota;
+use husk_server::tokens::Tenants;
+use husk::worker::{Handled, Handler};
+use husk::{Host, Topic};
 use libfuzzer_sys::fuzz_target;
 use tower::ServiceExt;
 
@@ -35,7 +35,7 @@ struct Echo;
 impl Handler for Echo {
     fn handle(&self, job: &LockedJob, _cancel: &CancelToken) -> Handled {
         let result = if job.input.starts_with(b"\"fail") {
-            JobResult::Fault(husk_host::fault::Fault::new("echo.fail", job.input.clone()))
+            JobResult::Fault(husk::fault::Fault::new("echo.fail", job.input.clone()))
         } else {
             JobResult::Output(job.input.clone())
         };

@@ -11,10 +11,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use arbitrary::{Arbitrary, Result, Unstructured};
-use husk_host::engine::{Engine, EngineConfig};
-use husk_host::fault::Fault;
-use husk_host::plugin::{Plugin, World};
-use husk_host::sandbox::{Job, Limits, Sandbox};
+use husk::engine::{Engine, EngineConfig};
+use husk::fault::Fault;
+use husk::plugin::{Plugin, World};
+use husk::sandbox::{Job, Limits, Sandbox};
 use libfuzzer_sys::fuzz_target;
 use wit_component::{ComponentEncoder, StringEncoding, embed_component_metadata};
 use wit_parser::Resolve;
@@ -38,7 +38,7 @@ fn contract() -> &'static (Resolve, wit_parser::WorldId, wit_parser::WorldId) {
     static CONTRACT: OnceLock<(Resolve, wit_parser::WorldId, wit_parser::WorldId)> = OnceLock::new();
     CONTRACT.get_or_init(|| {
         let mut resolve = Resolve::default();
-        let package = resolve.push_str("worker.wit", husk_host::sdk::WIT).expect("the contract parses");
+        let package = resolve.push_str("worker.wit", include_str!("../../../wit/worker.wit")).expect("the contract parses");
         let operation = resolve.select_world(&[package], Some("operation")).unwrap();
         let mapper = resolve.select_world(&[package], Some("error-mapper")).unwrap();
         (resolve, operation, mapper)

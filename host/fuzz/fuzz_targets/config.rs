@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use husk_host::config::Config;
+use husk_server::config::Config;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

@@ -1,0 +1,286 @@
+//! End-to-end throughput: N jobs of the trivial JSON transform through
+//! dispatcher + worker pool + sandbox on the in-memory store, and the same
+//! pipeline with a native Rust handler in place of the sandbox; then the
+//! Wasm pipeline on SQLite and on PostgreSQL (one process, then two
+//! processes sharing the database); then the latency a job sees, enqueue to
+//! terminal outcome, at a steady 1,000 jobs/s, with fetch batches of 1 and
+//! 32.
+//!
+//! `cargo bench -p husk-host --bench pipeline [-- JOBS]` (default 200,000).
+//! PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
+//! start` runs; skipped (saying so) without one. Prints jobs/s for each; not
+//! a criterion bench, since one run is already hundreds of thousands of
+//! jobs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use husk::dispatch::JobResult;
+use husk::engine::EngineConfig;
+use husk::outcome::{Outcome, OutcomeSink, TerminalOutcome};
+use husk::sandbox::CancelToken;
+use husk::store::{JobStore, LockedJob, MemoryStore};
+use husk::worker::{Handled, Handler};
+use husk::{Host, PluginSource, Topic};
+use husk_postgres::{PostgresConfig, PostgresStore};
+use husk_sqlite::{Durability, SqliteStore};
+use serde::{Deserialize, Serialize};
+
+/// Counts completed outcomes and wakes the bench when all arrived.
+#[derive(Default)]
+struct Counter {
+    completed: AtomicU64,
+    other: AtomicU64,
+    done: Mutex<bool>,
+    all: Condvar,
+    target: AtomicU64,
+}
+
+impl OutcomeSink for Counter {
+    fn deliver(&self, outcome: &TerminalOutcome) {
+        let counter = if matches!(outcome.outcome, Outcome::Completed { .. }) { &self.completed } else { &self.other };
+        let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
+        if n + self.other.load(Ordering::Relaxed) >= self.target.load(Ordering::Relaxed) {
+            *self.done.lock().unwrap() = true;
+            self.all.notify_all();
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Input {
+    name: String,
+    #[serde(default)]
+    amount: f64,
+}
+
+#[derive(Serialize)]
+struct Greeting {
+    greeting: String,
+    amount_cents: i64,
+}
+
+/// The `transform` example, natively.
+struct NativeTransform;
+
+impl Handler for NativeTransform {
+    fn handle(&self, job: &LockedJob, _cancel: &CancelToken) -> Handled {
+        let input: Input = serde_json::from_slice(&job.input).unwrap();
+        let output = serde_json::to_vec(&Greeting {
+            greeting: format!("hello, {}", input.name),
+            amount_cents: (input.amount * 100.0).round() as i64,
+        })
+        .unwrap();
+        Handled { result: JobResult::Output(output), plugin_version: None, killed: None, fuel_consumed: None }
+    }
+}
+
+fn measure(label: &str, topic: Topic, store: Arc<dyn JobStore>, jobs: usize) -> f64 {
+    let counter = Arc::new(Counter::default());
+    counter.target.store(jobs as u64, Ordering::Relaxed);
+    let host = Host::builder()
+        .store(store)
+        .engine(EngineConfig::default())
+        .sink(counter.clone())
+        .topic(topic.with_workers(2).with_fetch_batch(batch()))
+        .start_workers(false)
+        .build()
+        .unwrap();
+    host.dispatcher().enqueue_many("bench", inputs(jobs), None).unwrap();
+    let started = Instant::now();
+    host.start_workers().unwrap();
+    let done = counter.done.lock().unwrap();
+    let (done, timeout) = counter.all.wait_timeout_while(done, Duration::from_secs(600), |d| !*d).unwrap();
+    let elapsed = started.elapsed();
+    drop(done);
+    assert!(!timeout.timed_out(), "{label}: timed out");
+    assert_eq!(counter.completed.load(Ordering::Relaxed), jobs as u64, "{label}: every job completed");
+    host.shutdown();
+    let rate = jobs as f64 / elapsed.as_secs_f64();
+    println!("{label}: {jobs} jobs in {:.2} s = {rate:.0} jobs/s", elapsed.as_secs_f64());
+    rate
+}
+
+/// Jobs claimed per fetch in the throughput runs: `$HUSK_BENCH_BATCH`, else 32.
+fn batch() -> usize {
+    std::env::var("HUSK_BENCH_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(32)
+}
+
+fn transform() -> PluginSource {
+    PluginSource::Path(std::path::PathBuf::from(env!("HUSK_GUEST_DIR")).join("transform.wasm"))
+}
+
+fn inputs(jobs: usize) -> Vec<Vec<u8>> {
+    (0..jobs).map(|i| format!(r#"{{"name":"user-{i}","amount":{i}.5}}"#).into_bytes()).collect()
+}
+
+/// The PostgreSQL test server's URL, if one runs.
+fn postgres_url() -> Option<String> {
+    std::env::var("HUSK_TEST_POSTGRES").ok().or_else(|| {
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/postgres/url"))
+            .ok()
+            .map(|s| s.trim().to_owned())
+    })
+}
+
+fn postgres(url: &str, schema: &str) -> Arc<dyn JobStore> {
+    let config = PostgresConfig { schema: Some(schema.to_owned()), ..PostgresConfig::new(url) };
+    Arc::new(PostgresStore::open(&config).unwrap())
+}
+
+fn drop_schema(url: &str, schema: &str) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
+}
+
+/// One of the processes of the two-process run: builds its host, says
+/// `ready`, starts its workers on `go`, and exits when no job is left.
+fn pg_worker(url: &str, schema: &str) {
+    let store = postgres(url, schema);
+    let host = Host::builder()
+        .store(store.clone())
+        .topic(Topic::wasm("bench", transform()).with_workers(2).with_fetch_batch(batch()))
+        .start_workers(false)
+        .build()
+        .unwrap();
+    println!("ready");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    host.start_workers().unwrap();
+    // Done when no job is left: a cheap query (depths() counts every job).
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let left = format!("SELECT EXISTS (SELECT 1 FROM {schema}.husk_jobs)");
+    while client.query_one(&left, &[]).unwrap().get::<_, bool>(0) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    host.shutdown();
+}
+
+/// `processes` husk processes sharing one PostgreSQL schema run `jobs`
+/// pre-enqueued jobs; timed from `go` until the last process exits.
+fn measure_pg_processes(url: &str, processes: usize, jobs: usize) -> f64 {
+    use std::io::{BufRead, Write};
+    let schema = format!("bench_{}_{processes}", std::process::id());
+    let store = postgres(url, &schema);
+    let host = Host::builder().store(store.clone()).topic(Topic::wasm("bench", transform())).start_workers(false);
+    host.build().unwrap().dispatcher().enqueue_many("bench", inputs(jobs), None).unwrap();
+    let mut children: Vec<_> = (0..processes)
+        .map(|_| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--pg-worker", url, &schema])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in &mut children {
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+    }
+    let started = Instant::now();
+    for child in &mut children {
+        writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+    }
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let elapsed = started.elapsed();
+    let ended = store.outcomes_after(0, jobs * 2).unwrap();
+    assert_eq!(ended.len(), jobs, "every job ended once");
+    assert!(ended.iter().all(|o| matches!(o.outcome, Outcome::Completed { .. })));
+    drop(store);
+    drop_schema(url, &schema);
+    let rate = jobs as f64 / elapsed.as_secs_f64();
+    println!(
+        "wasm transform, PostgreSQL, {processes} processes x 2 workers: {jobs} jobs in {:.2} s = {rate:.0} jobs/s",
+        elapsed.as_secs_f64()
+    );
+    rate
+}
+
+/// Records each job's latency, enqueue to terminal outcome.
+#[derive(Default)]
+struct Latencies {
+    enqueued: Mutex<std::collections::HashMap<u64, Instant>>,
+    latencies: Mutex<Vec<Duration>>,
+}
+
+impl OutcomeSink for Latencies {
+    fn deliver(&self, outcome: &TerminalOutcome) {
+        let now = Instant::now();
+        // The enqueue is recorded under the same lock before the job can run.
+        if let Some(at) = self.enqueued.lock().unwrap().remove(&outcome.job_id.0) {
+            self.latencies.lock().unwrap().push(now - at);
+        }
+    }
+}
+
+/// Enqueues `jobs` one by one at 1,000/s and reports the p50/p99 latency.
+fn measure_latency(label: &str, store: Arc<dyn JobStore>, batch: usize, jobs: usize) {
+    let sink = Arc::new(Latencies::default());
+    let host = Host::builder()
+        .store(store)
+        .sink(sink.clone())
+        .topic(Topic::wasm("bench", transform()).with_workers(2).with_fetch_batch(batch))
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    for (i, input) in inputs(jobs).into_iter().enumerate() {
+        let due = start + Duration::from_millis(i as u64);
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        let mut enqueued = sink.enqueued.lock().unwrap();
+        let id = host.enqueue("bench", input).unwrap();
+        enqueued.insert(id.0, Instant::now());
+    }
+    while sink.latencies.lock().unwrap().len() < jobs {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    host.shutdown();
+    let mut latencies = std::mem::take(&mut *sink.latencies.lock().unwrap());
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3;
+    println!("latency, {label}, fetch batch {batch}: p50 {:.2} ms, p99 {:.2} ms", at(0.5), at(0.99));
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--pg-worker") {
+        return pg_worker(&args[i + 1], &args[i + 2]);
+    }
+    let jobs = args.iter().skip(1).find_map(|a| a.parse().ok()).unwrap_or(200_000);
+    let memory = || Arc::new(MemoryStore::new()) as Arc<dyn JobStore>;
+    let native =
+        measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), memory(), jobs);
+    let wasm = measure("wasm transform, memory store", Topic::wasm("bench", transform()), memory(), jobs);
+    println!("wasm / native = {:.2}", wasm / native);
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = || {
+        let path = dir.path().join(format!("bench-{}.db", fastrand::u32(..)));
+        Arc::new(SqliteStore::open(&path, Durability::Normal).unwrap()) as Arc<dyn JobStore>
+    };
+    measure("wasm transform, SQLite store (synchronous=NORMAL)", Topic::wasm("bench", transform()), sqlite(), jobs);
+    let url = postgres_url();
+    match &url {
+        Some(url) => {
+            let schema = format!("bench_{}", std::process::id());
+            let label = "wasm transform, PostgreSQL (fsync on), 1 process x 2 workers";
+            measure(label, Topic::wasm("bench", transform()), postgres(url, &schema), jobs);
+            drop_schema(url, &schema);
+            measure_pg_processes(url, 2, jobs);
+        }
+        None => println!("PostgreSQL skipped: no server (run `scripts/postgres start` or set HUSK_TEST_POSTGRES)"),
+    }
+    let latency_jobs = 5_000;
+    for batch in [1, 32] {
+        measure_latency("memory store", memory(), batch, latency_jobs);
+        measure_latency("SQLite store", sqlite(), batch, latency_jobs);
+        if let Some(url) = &url {
+            let schema = format!("lat_{}_{batch}", std::process::id());
+            measure_latency("PostgreSQL", postgres(url, &schema), batch, latency_jobs);
+            drop_schema(url, &schema);
+        }
+    }
+}

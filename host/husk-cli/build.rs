@@ -1,0 +1,71 @@
+//! Builds the example guests in `examples/` to wasm32-wasip2 components, in
+//! their own target directory (`target/guests`), so that tests, benchmarks
+//! and `husk demo` have them. A nested cargo on the host's own target
+//! directory would deadlock on its lock.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TARGET: &str = "wasm32-wasip2";
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.ancestors().nth(2).expect("host/husk-cli/ is inside the workspace").to_path_buf();
+    let examples = root.join("examples");
+    for watched in ["examples", "guest-sdk", "wit"] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+    println!("cargo:rerun-if-env-changed=HUSK_GUEST_TARGET_DIR");
+    let target_dir =
+        env::var_os("HUSK_GUEST_TARGET_DIR").map_or_else(|| root.join("target").join("guests"), PathBuf::from);
+
+    ensure_target_installed();
+
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(&examples)
+        .args(["build", "--release", "--locked", "--target", TARGET, "--target-dir"])
+        .arg(&target_dir);
+    // Nothing of the outer build may leak into the guests' build.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CLIPPY_ARGS",
+        "CARGO_PRIMARY_PACKAGE",
+    ] {
+        build.env_remove(var);
+    }
+    let status = build.status().expect("running cargo to build the example guests");
+    if !status.success() {
+        panic!(
+            "building the example guests failed; run `cargo build --release --target {TARGET}` in examples/ to see why"
+        );
+    }
+    let guests = target_dir.join(TARGET).join("release");
+    println!("cargo:rustc-env=HUSK_GUEST_DIR={}", guests.display());
+}
+
+/// Installs the wasm32-wasip2 standard library with rustup when it is
+/// missing, or stops with the one command the user must run.
+fn ensure_target_installed() {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let libdir = Command::new(&rustc)
+        .args(["--print", "target-libdir", "--target", TARGET])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    if libdir.as_deref().is_some_and(Path::exists) {
+        return;
+    }
+    println!("cargo:warning=the {TARGET} target is missing; installing it with `rustup target add {TARGET}`");
+    let installed = Command::new("rustup").args(["target", "add", TARGET]).status().is_ok_and(|s| s.success());
+    if !installed {
+        panic!("the {TARGET} Rust target is missing and could not be installed; run: rustup target add {TARGET}");
+    }
+}

@@ -1,0 +1,110 @@
+//! The guest SDK tooling built into husk: the WIT contract, C bindings for
+//! it, and the wrapping of a core WebAssembly module into a component.
+//!
+//! Rust guests use the `husk-guest` crate; Python and JavaScript guests use
+//! componentize-py and componentize-js with the contract written by
+//! [`write_wit`]. C has no such tool that is quick to install, so husk does
+//! the two steps around `clang` itself: [`c_bindings`] generates the C
+//! header, source and component-type object for a world (what
+//! `wit-bindgen c` does), and [`wrap`] turns the linked core module into a
+//! component (what `wasm-tools component new` does).
+
+use std::path::{Path, PathBuf};
+
+use wit_bindgen_core::wit_parser::Resolve;
+
+/// The WIT contract husk hosts (`wit/worker.wit`), package
+/// `husk:worker@0.1.0`.
+pub const WIT: &str = include_str!("../../../wit/worker.wit");
+
+/// The worlds a guest can be built against.
+pub const WORLDS: [&str; 3] = ["operation", "error-mapper", "plugin"];
+
+/// Errors of the SDK tooling.
+#[derive(Debug, thiserror::Error)]
+pub enum SdkError {
+    /// The world is not one of [`WORLDS`].
+    #[error("unknown world `{0}` (expected one of: operation, error-mapper, plugin)")]
+    UnknownWorld(String),
+    /// Generating bindings failed.
+    #[error("cannot generate C bindings for world `{world}`: {reason}")]
+    Bindings {
+        /// The world.
+        world: String,
+        /// Why.
+        reason: String,
+    },
+    /// The core module could not be made into a component.
+    #[error("cannot make a component of {source_name}: {reason}")]
+    Wrap {
+        /// The module's file.
+        source_name: String,
+        /// wit-component's reason.
+        reason: String,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
+fn write(path: PathBuf, bytes: &[u8]) -> Result<PathBuf, SdkError> {
+    std::fs::write(&path, bytes).map_err(|error| SdkError::Io { path: path.clone(), error })?;
+    Ok(path)
+}
+
+fn create_dir(dir: &Path) -> Result<(), SdkError> {
+    std::fs::create_dir_all(dir).map_err(|error| SdkError::Io { path: dir.to_owned(), error })
+}
+
+/// Writes the contract to `dir/worker.wit` (creating `dir`), the layout
+/// componentize-py's and componentize-js's `--wit`/`-d` options take.
+///
+/// # Errors
+///
+/// [`SdkError::Io`] when the directory or file cannot be written.
+pub fn write_wit(dir: &Path) -> Result<PathBuf, SdkError> {
+    create_dir(dir)?;
+    write(dir.join("worker.wit"), WIT.as_bytes())
+}
+
+/// Generates the C bindings of `world` into `dir`: `<world>.h`, `<world>.c`
+/// and `<world>_component_type.o` (the world's type, which the linked
+/// module must carry for [`wrap`]), with `-` in the world's name written
+/// `_`. Returns the files written.
+///
+/// # Errors
+///
+/// [`SdkError::UnknownWorld`], [`SdkError::Bindings`], or
+/// [`SdkError::Io`] when a file cannot be written.
+pub fn c_bindings(world: &str, dir: &Path) -> Result<Vec<PathBuf>, SdkError> {
+    if !WORLDS.contains(&world) {
+        return Err(SdkError::UnknownWorld(world.to_owned()));
+    }
+    let failed = |e: anyhow::Error| SdkError::Bindings { world: world.to_owned(), reason: format!("{e:#}") };
+    let mut resolve = Resolve::default();
+    let package = resolve.push_str("worker.wit", WIT).map_err(failed)?;
+    let world_id = resolve.select_world(&[package], Some(world)).map_err(failed)?;
+    let mut files = wit_bindgen_core::Files::default();
+    wit_bindgen_c::Opts::default().build().generate(&mut resolve, world_id, &mut files).map_err(failed)?;
+    create_dir(dir)?;
+    files.iter().map(|(name, bytes)| write(dir.join(name), bytes)).collect()
+}
+
+/// Makes a component of a core module linked with the bindings of
+/// [`c_bindings`]: the world comes from the module's component-type
+/// section. The module may import only the world's interfaces (no WASI
+/// preview 1: husk ships no adapter).
+///
+/// # Errors
+///
+/// [`SdkError::Wrap`] naming `source_name` when the module has no
+/// component type, imports something else, or does not validate.
+pub fn wrap(core: &[u8], source_name: &str) -> Result<Vec<u8>, SdkError> {
+    let failed = |e: anyhow::Error| SdkError::Wrap { source_name: source_name.to_owned(), reason: format!("{e:#}") };
+    wit_component::ComponentEncoder::default().validate(true).module(core).map_err(failed)?.encode().map_err(failed)
+}

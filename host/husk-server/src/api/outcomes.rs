@@ -1,0 +1,95 @@
+//! The outcome stream: `GET /v1/outcomes?after=<cursor>` long-polls for the
+//! tenant's terminal outcomes after a cursor, in the store's order. The
+//! cursor is the store's outcome `seq`: a consumer that reconnects with the
+//! last cursor it saw gets every later outcome, once per job.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use super::{Api, ApiError, Caller, blocking};
+use husk::outcome::{OutcomeSink, TerminalOutcome};
+
+/// Longest long-poll wait a request may ask for.
+const MAX_WAIT: Duration = Duration::from_secs(60);
+/// How often a waiting poll looks at the store even without a local
+/// outcome: outcomes of other processes sharing the store arrive this way.
+const RECHECK: Duration = Duration::from_millis(250);
+
+/// Wakes waiting long-polls when this process delivers an outcome.
+#[derive(Debug, Default)]
+pub struct OutcomeFeed {
+    notify: Notify,
+}
+
+impl OutcomeFeed {
+    /// A feed no one waits on yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl OutcomeSink for OutcomeFeed {
+    fn deliver(&self, _outcome: &TerminalOutcome) {
+        self.notify.notify_waiters();
+    }
+}
+
+/// Query of `GET /v1/outcomes`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct OutcomesQuery {
+    /// Outcomes after this cursor (default 0: from the start).
+    after: Option<u64>,
+    /// Most outcomes returned (default 100, at most 1000).
+    limit: Option<usize>,
+    /// How long to wait for one when there is none (default `30s`, at most
+    /// `60s`; `0s` returns at once).
+    wait: Option<String>,
+}
+
+/// `GET /v1/outcomes?after=&limit=&wait=`: `{"outcomes": [...], "cursor":
+/// N}`; pass `cursor` as the next `after`. Outcomes of other tenants are
+/// skipped (the cursor moves past them).
+pub(super) async fn long_poll(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    query: Result<Query<OutcomesQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let wait = match &query.wait {
+        Some(text) => humantime::parse_duration(text)
+            .map_err(|e| ApiError::bad_request(format!("wait: `{text}`: {e}")))?
+            .min(MAX_WAIT),
+        None => Duration::from_secs(30),
+    };
+    let limit = query.limit.unwrap_or(100).clamp(1, 1000);
+    let topics = api.topics_of(&caller.tenant);
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut cursor = query.after.unwrap_or(0);
+    loop {
+        let notified = api.feed.notify.notified();
+        tokio::pin!(notified);
+        // Registered before reading the store: an outcome delivered in
+        // between still wakes this poll.
+        notified.as_mut().enable();
+        let store = api.host.dispatcher().store().clone();
+        let after = cursor;
+        let batch = blocking(move || Ok(store.outcomes_after(after, limit)?)).await?;
+        if let Some(last) = batch.last() {
+            cursor = last.seq;
+        }
+        let outcomes: Vec<TerminalOutcome> = batch.into_iter().filter(|o| topics.contains(&o.topic)).collect();
+        let now = tokio::time::Instant::now();
+        if !outcomes.is_empty() || now >= deadline {
+            return Ok(Json(json!({ "outcomes": outcomes, "cursor": cursor })));
+        }
+        let _ = tokio::time::timeout((deadline - now).min(RECHECK), notified).await;
+    }
+}

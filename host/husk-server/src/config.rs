@@ -1,0 +1,467 @@
+//! `husk.toml`: the one file an operator writes to run `husk serve`. Every
+//! key and its default is documented in the repository's `husk.toml`.
+//!
+//! Paths in the file (plugins, mappers, the SQLite store, the cache) are
+//! relative to the file's directory. A bad file fails at start with one
+//! line naming the file, the key and the reason.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use husk::classify::Rule;
+use husk::engine::EngineConfig;
+use husk::host::{MapperSpec, OperatorFile, PluginSource, Topic};
+use husk::retry::RetryPolicySpec;
+use husk::sandbox::Limits;
+use husk::store::{JobStore, MemoryStore, StoreError};
+use husk_postgres::{PostgresConfig, PostgresStore};
+use husk_sqlite::{Durability, SqliteStore};
+
+/// The default SQLite file, relative to the config file's directory.
+pub const DEFAULT_STORE: &str = "husk-data/husk.db";
+
+/// The default address of the HTTP API.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Where jobs live: a SQLite file path (default `husk-data/husk.db`),
+    /// `postgres://…`, or `memory` (nothing survives a restart).
+    #[serde(default)]
+    pub store: Option<String>,
+    /// SQLite commit durability: `normal` (survives a crash of husk) or
+    /// `full` (also a power loss).
+    #[serde(default)]
+    pub sqlite_sync: SqliteSync,
+    /// PostgreSQL: connections per process (default 16).
+    #[serde(default)]
+    pub postgres_pool: Option<u32>,
+    /// PostgreSQL: the schema of husk's tables (default: the connection's).
+    #[serde(default)]
+    pub postgres_schema: Option<String>,
+    /// Epoch tick: the granularity of deadlines (default `10ms`).
+    #[serde(default, with = "humantime_serde")]
+    pub epoch_tick: Option<Duration>,
+    /// How long a shutdown lets running jobs finish (default `10s`).
+    #[serde(default, with = "humantime_serde")]
+    pub shutdown_grace: Option<Duration>,
+    /// The compile cache directory (default: as `husk run`).
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
+    /// Whether topics' `plugin` and `mapper` files may be machine code
+    /// precompiled by `husk compile` (`.cwasm`), which runs with husk's
+    /// rights (default `false`: components only). Set it only when those
+    /// files are the operator's own, writable by no one else.
+    #[serde(default)]
+    pub allow_precompiled: bool,
+    /// The engine-wide retry policy (default: 3 attempts, exponential
+    /// 1s..60s with jitter).
+    #[serde(default)]
+    pub retry: Option<RetryPolicySpec>,
+    /// The HTTP API's address (default `127.0.0.1:8080`; `--listen`
+    /// overrides it).
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// The largest request body the API takes for a job's input (default
+    /// `1MiB`); a deploy's component may be up to `max_plugin_size`.
+    #[serde(default)]
+    pub max_input_size: Option<bytesize::ByteSize>,
+    /// The largest component a deploy takes (default `64MiB`).
+    #[serde(default)]
+    pub max_plugin_size: Option<bytesize::ByteSize>,
+    /// Tenants by name: who may call the API, and their quotas.
+    #[serde(default)]
+    pub tenants: BTreeMap<String, TenantConfig>,
+    /// Topics by name.
+    #[serde(default)]
+    pub topics: BTreeMap<String, TopicConfig>,
+}
+
+/// SQLite commit durability.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SqliteSync {
+    /// [`Durability::Normal`].
+    #[default]
+    Normal,
+    /// [`Durability::Full`].
+    Full,
+}
+
+/// One tenant: its API tokens and its quotas. A quota left out is
+/// unlimited.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// API tokens, never in clear: `sha256:<64 hex digits>` (the SHA-256 of
+    /// the token) or `env:VAR` (the token is in the environment variable
+    /// `VAR` when husk starts).
+    #[serde(default)]
+    pub tokens: Vec<String>,
+    /// Most jobs of the tenant's topics running at once, across its topics.
+    #[serde(default)]
+    pub max_concurrent: Option<usize>,
+    /// Most live (queued, gated or running) jobs across its topics; an
+    /// enqueue past it is refused with 429.
+    #[serde(default)]
+    pub max_queued: Option<u64>,
+    /// Ceiling of a topic's `memory`.
+    #[serde(default)]
+    pub max_memory: Option<bytesize::ByteSize>,
+    /// Ceiling of a topic's `fuel` (a topic without a fuel budget is then
+    /// refused).
+    #[serde(default)]
+    pub max_fuel: Option<u64>,
+    /// Ceiling of a topic's `deadline`.
+    #[serde(default, with = "humantime_serde")]
+    pub max_deadline: Option<Duration>,
+}
+
+/// One topic.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicConfig {
+    /// The tenant owning the topic (required when tenants are configured;
+    /// a topic without one is not reachable through the API).
+    #[serde(default)]
+    pub tenant: Option<String>,
+    /// The component (`.wasm`) of the `operation` world; a `.cwasm` from
+    /// `husk compile` only with `allow_precompiled`.
+    pub plugin: PathBuf,
+    /// Worker threads (default: the CPU count).
+    #[serde(default)]
+    pub workers: Option<usize>,
+    /// Jobs claimed per fetch (default 1).
+    #[serde(default)]
+    pub fetch_batch: Option<usize>,
+    /// Deadline of one run (default `10s`).
+    #[serde(default, with = "humantime_serde")]
+    pub deadline: Option<Duration>,
+    /// Fuel budget of one run (default: unlimited).
+    #[serde(default)]
+    pub fuel: Option<u64>,
+    /// Memory cap of one instance (default `64MiB`).
+    #[serde(default)]
+    pub memory: Option<bytesize::ByteSize>,
+    /// How long a claimed job stays locked (default: deadline × batch +
+    /// 30s). A lock that expires costs an attempt.
+    #[serde(default, with = "humantime_serde")]
+    pub lock_duration: Option<Duration>,
+    /// The topic's retry policy (default: the engine-wide one).
+    #[serde(default)]
+    pub retry: Option<RetryPolicySpec>,
+    /// An error-mapper component, or `"self"` when the plugin exports
+    /// `classify` itself.
+    #[serde(default)]
+    pub mapper: Option<PathBuf>,
+    /// Declarative classification rules (instead of `mapper`).
+    #[serde(default)]
+    pub mapper_rules: Option<Vec<Rule>>,
+    /// Deadline of one run of the Wasm error mapper (default `100ms`).
+    #[serde(default, with = "humantime_serde")]
+    pub mapper_deadline: Option<Duration>,
+}
+
+/// Why a config file was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ConfigError {
+    /// The file.
+    pub file: PathBuf,
+    /// The key and the reason, on one line.
+    pub message: String,
+}
+
+impl Config {
+    /// Reads and checks `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the file, the key and the reason.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let fail = |message: String| ConfigError { file: path.to_owned(), message };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+        Self::parse(&text).map_err(fail)
+    }
+
+    /// Parses and checks the text of a config file.
+    ///
+    /// # Errors
+    ///
+    /// `key: reason (line N)` on one line.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let deserializer = toml::Deserializer::parse(text).map_err(|e| one_line(text, &e))?;
+        let config: Config = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let at = one_line(text, &inner);
+            if path.is_empty() || path == "." { at } else { format!("{path}: {at}") }
+        })?;
+        config.check()?;
+        Ok(config)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for (name, topic) in &self.topics {
+            if topic.mapper.is_some() && topic.mapper_rules.is_some() {
+                return Err(format!("topics.{name}: set `mapper` or `mapper_rules`, not both"));
+            }
+            if topic.mapper_deadline.is_some() && topic.mapper.is_none() {
+                let has = if topic.mapper_rules.is_some() { "`mapper_rules`" } else { "no mapper" };
+                return Err(format!(
+                    "topics.{name}.mapper_deadline: applies to a Wasm `mapper` only, and this topic has {has}"
+                ));
+            }
+            if topic.workers == Some(0) {
+                return Err(format!("topics.{name}.workers: must be at least 1"));
+            }
+            if topic.fetch_batch == Some(0) {
+                return Err(format!("topics.{name}.fetch_batch: must be at least 1"));
+            }
+        }
+        if self.topics.is_empty() {
+            return Err("topics: no topic configured (add a [topics.<name>] table)".into());
+        }
+        for (name, tenant) in &self.tenants {
+            for (i, token) in tenant.tokens.iter().enumerate() {
+                TokenRef::parse(token).map_err(|reason| format!("tenants.{name}.tokens[{i}]: {reason}"))?;
+            }
+            if tenant.max_concurrent == Some(0) {
+                return Err(format!("tenants.{name}.max_concurrent: must be at least 1"));
+            }
+        }
+        for (name, topic) in &self.topics {
+            self.check_ceilings(name, topic)?;
+        }
+        if let Some(listen) = &self.listen {
+            listen.parse::<std::net::SocketAddr>().map_err(|e| format!("listen: `{listen}`: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// A topic's tenant exists and its limits are within the tenant's
+    /// ceilings.
+    fn check_ceilings(&self, name: &str, topic: &TopicConfig) -> Result<(), String> {
+        let Some(tenant_name) = &topic.tenant else {
+            if self.tenants.is_empty() {
+                return Ok(());
+            }
+            return Err(format!(
+                "topics.{name}.tenant: missing (every topic names its tenant when tenants are configured)"
+            ));
+        };
+        let tenant = self
+            .tenants
+            .get(tenant_name)
+            .ok_or_else(|| format!("topics.{name}.tenant: no tenant `{tenant_name}` (add [tenants.{tenant_name}])"))?;
+        let limits = topic.limits();
+        let above = |key: &str, value: String, ceiling: String| {
+            Err(format!("topics.{name}.{key}: {value} is above tenant `{tenant_name}`'s ceiling of {ceiling}"))
+        };
+        if let Some(max) = tenant.max_memory
+            && limits.memory > max.as_u64()
+        {
+            return above("memory", bytesize::ByteSize(limits.memory).to_string(), max.to_string());
+        }
+        if let Some(max) = tenant.max_deadline
+            && limits.deadline > max
+        {
+            return above("deadline", format!("{:?}", limits.deadline), format!("{max:?}"));
+        }
+        if let (Some(max), Some(deadline)) = (tenant.max_deadline, topic.mapper_deadline)
+            && deadline > max
+        {
+            return above("mapper_deadline", format!("{deadline:?}"), format!("{max:?}"));
+        }
+        match (tenant.max_fuel, limits.fuel) {
+            (Some(max), Some(fuel)) if fuel > max => above("fuel", fuel.to_string(), max.to_string()),
+            (Some(max), None) => above("fuel", "unlimited (not set)".into(), max.to_string()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The API's address: `listen`, else [`DEFAULT_LISTEN`].
+    pub fn listen(&self) -> &str {
+        self.listen.as_deref().unwrap_or(DEFAULT_LISTEN)
+    }
+
+    /// The largest job input the API takes.
+    pub fn max_input_size(&self) -> usize {
+        self.max_input_size.map_or(1 << 20, |s| s.as_u64() as usize)
+    }
+
+    /// The largest component a deploy takes.
+    pub fn max_plugin_size(&self) -> usize {
+        self.max_plugin_size.map_or(64 << 20, |s| s.as_u64() as usize)
+    }
+
+    /// The store the file names, opened (migrations applied). `base` is
+    /// the config file's directory.
+    ///
+    /// # Errors
+    ///
+    /// The store's one-line [`StoreError`].
+    pub fn open_store(&self, base: &Path) -> Result<Arc<dyn JobStore>, StoreError> {
+        let store = self.store.as_deref().unwrap_or(DEFAULT_STORE);
+        if store == "memory" {
+            return Ok(Arc::new(MemoryStore::new()));
+        }
+        if store.starts_with("postgres://") || store.starts_with("postgresql://") {
+            let mut config = PostgresConfig::new(store);
+            config.schema = self.postgres_schema.clone();
+            if let Some(pool) = self.postgres_pool {
+                config.pool_size = pool;
+            }
+            return Ok(Arc::new(PostgresStore::open(&config)?));
+        }
+        let path = base.join(store.strip_prefix("sqlite:").unwrap_or(store));
+        let durability = match self.sqlite_sync {
+            SqliteSync::Normal => Durability::Normal,
+            SqliteSync::Full => Durability::Full,
+        };
+        Ok(Arc::new(SqliteStore::open(&path, durability)?))
+    }
+
+    /// The engine configuration.
+    pub fn engine(&self, base: &Path, default_cache: Option<PathBuf>) -> EngineConfig {
+        let defaults = EngineConfig::default();
+        EngineConfig {
+            epoch_tick: Some(self.epoch_tick.unwrap_or(Duration::from_millis(10))),
+            cache_dir: self.cache_dir.as_ref().map(|d| base.join(d)).or(default_cache),
+            ..defaults
+        }
+    }
+
+    /// The grace period of a shutdown.
+    pub fn shutdown_grace(&self) -> Duration {
+        self.shutdown_grace.unwrap_or(Duration::from_secs(10))
+    }
+
+    /// The topics, ready for [`husk::host::HostBuilder::topic`].
+    pub fn topics(&self, base: &Path) -> Vec<Topic> {
+        self.topics.iter().map(|(name, topic)| topic.to_topic(name, base, self.allow_precompiled)).collect()
+    }
+}
+
+impl TopicConfig {
+    /// The limits each job of the topic runs with (defaults filled in).
+    pub fn limits(&self) -> Limits {
+        let defaults = Limits::default();
+        Limits {
+            deadline: self.deadline.unwrap_or(defaults.deadline),
+            fuel: self.fuel,
+            memory: self.memory.map_or(defaults.memory, |m| m.as_u64()),
+            ..defaults
+        }
+    }
+
+    fn to_topic(&self, name: &str, base: &Path, allow_precompiled: bool) -> Topic {
+        let source = |path: &Path| plugin_source(base.join(path), allow_precompiled);
+        let mut topic = Topic::wasm(name, source(&self.plugin)).with_limits(self.limits());
+        if let Some(tenant) = &self.tenant {
+            topic = topic.with_tenant(tenant);
+        }
+        if let Some(workers) = self.workers {
+            topic = topic.with_workers(workers);
+        }
+        if let Some(batch) = self.fetch_batch {
+            topic = topic.with_fetch_batch(batch);
+        }
+        if let Some(lock) = self.lock_duration {
+            topic = topic.with_lock_duration(lock);
+        }
+        if let Some(retry) = self.retry {
+            topic = topic.with_retry(retry);
+        }
+        if let Some(deadline) = self.mapper_deadline {
+            topic = topic.with_mapper_deadline(deadline);
+        }
+        match (&self.mapper, &self.mapper_rules) {
+            (Some(path), _) if path.as_os_str() == "self" => topic.with_mapper(MapperSpec::SamePlugin),
+            (Some(path), _) => topic.with_mapper(MapperSpec::Plugin(source(path))),
+            (None, Some(rules)) => topic.with_mapper(MapperSpec::Rules(rules.clone())),
+            (None, None) => topic,
+        }
+    }
+}
+
+/// A plugin file of the config: a component only, or — when the operator
+/// set `allow_precompiled` — also precompiled machine code.
+#[allow(unsafe_code)]
+fn plugin_source(path: PathBuf, allow_precompiled: bool) -> PluginSource {
+    if allow_precompiled {
+        // SAFETY: the operator, in their own config file, declared its
+        // plugin files their own (`allow_precompiled`); no API call or
+        // tenant can name a file here.
+        PluginSource::Operator(unsafe { OperatorFile::new(path) })
+    } else {
+        PluginSource::Path(path)
+    }
+}
+
+/// A TOML error on one line, with its line number when known.
+fn one_line(text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().trim().replace('\n', " ");
+    match error.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].lines().count().max(1);
+            format!("{message} (line {line})")
+        }
+        None => message,
+    }
+}
+
+/// A tenant's API token as the config names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenRef {
+    /// The SHA-256 of the token, lowercase hex.
+    Sha256(String),
+    /// The environment variable holding the token.
+    Env(String),
+}
+
+impl TokenRef {
+    /// Parses `sha256:<hex>` or `env:VAR`.
+    ///
+    /// # Errors
+    ///
+    /// Why the text is neither (a token in clear is refused).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if let Some(hex) = text.strip_prefix("sha256:") {
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err("`sha256:` takes the 64 hex digits of the token's SHA-256".into());
+            }
+            return Ok(TokenRef::Sha256(hex.to_ascii_lowercase()));
+        }
+        if let Some(var) = text.strip_prefix("env:") {
+            if var.is_empty() {
+                return Err("`env:` takes the name of an environment variable".into());
+            }
+            return Ok(TokenRef::Env(var.to_owned()));
+        }
+        Err("a token is `sha256:<hex of its SHA-256>` or `env:VAR`, never the token itself \
+             (hash one with `printf %s TOKEN | sha256sum`)"
+            .into())
+    }
+
+    /// The token's SHA-256 (hex), reading the environment for `env:`.
+    ///
+    /// # Errors
+    ///
+    /// When the variable is unset or empty.
+    pub fn resolve(&self) -> Result<String, String> {
+        match self {
+            TokenRef::Sha256(hex) => Ok(hex.clone()),
+            TokenRef::Env(var) => match std::env::var(var) {
+                Ok(token) if !token.is_empty() => Ok(crate::tokens::token_hash(&token)),
+                _ => Err(format!("environment variable `{var}` is not set")),
+            },
+        }
+    }
+}

@@ -1,0 +1,579 @@
+//! The SQLite job store: one file, WAL, migrations at open. The embedded,
+//! durable default.
+//!
+//! Durability: every enqueue, claim, report and cancel is one transaction,
+//! committed before the call returns. With `synchronous = NORMAL` (the
+//! default here) a committed transaction survives the process being killed
+//! (`kill -9`): it is in the WAL, in the operating system's page cache. A
+//! power loss can lose the transactions committed since the last WAL sync
+//! (checkpoint). [`Durability::Full`] syncs the WAL on every commit and
+//! survives power loss, at the cost of one `fsync` per transaction.
+//!
+//! Throughput comes from batching: a worker claims up to `max` jobs and
+//! reports a batch of decisions in one transaction each.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use husk::outcome::{Outcome, TerminalOutcome};
+use husk::store::sql::{
+    Expired, GATED, LIVE_COLUMNS, LiveRow, OUTCOME_COLUMNS, QUEUED, RUNNING, SCHEMA_VERSION, armed_state, depths_of,
+    history_of, millis, record_of_outcome, time, to_json,
+};
+use husk::store::{
+    AttemptRecord, CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
+    ListFilter, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError,
+};
+
+/// Migration `i` takes a database from schema `i` to `i + 1`; opening
+/// applies those past the file's `user_version`, in one transaction.
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    r#"
+CREATE TABLE jobs (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    generation       INTEGER NOT NULL DEFAULT 0,
+    topic            TEXT    NOT NULL,
+    input            BLOB    NOT NULL,
+    policy           TEXT    NOT NULL,
+    attempt          INTEGER NOT NULL,
+    state            INTEGER NOT NULL,
+    not_before       INTEGER,
+    lock_worker      TEXT,
+    lock_token       INTEGER,
+    lock_expires_at  INTEGER,
+    last_fault       TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    enqueued_at      INTEGER NOT NULL
+);
+CREATE INDEX jobs_ready ON jobs (topic, state, id);
+CREATE INDEX jobs_gates ON jobs (not_before) WHERE state = 1;
+CREATE INDEX jobs_locks ON jobs (lock_expires_at) WHERE state = 2;
+CREATE TABLE outcomes (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id       INTEGER NOT NULL,
+    generation   INTEGER NOT NULL,
+    topic        TEXT    NOT NULL,
+    attempts     INTEGER NOT NULL,
+    enqueued_at  INTEGER NOT NULL,
+    finished_at  INTEGER NOT NULL,
+    outcome      TEXT    NOT NULL,
+    policy       TEXT    NOT NULL,
+    last_fault   TEXT,
+    open_incident INTEGER NOT NULL,
+    input        BLOB,
+    UNIQUE (job_id, generation)
+);
+CREATE INDEX outcomes_incidents ON outcomes (job_id) WHERE open_incident = 1;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT INTO meta (key, value) VALUES ('next_token', 0);
+"#,
+    // 2: attempt histories (JSON arrays of `AttemptRecord`s) and
+    // idempotency keys (kept after their job ends, so not on its row).
+    r#"
+ALTER TABLE jobs ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE outcomes ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE keys (key TEXT PRIMARY KEY, job_id INTEGER NOT NULL) WITHOUT ROWID;
+"#,
+];
+
+/// How hard a commit tries to reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous = NORMAL`: survives a process crash, not a power loss.
+    #[default]
+    Normal,
+    /// `synchronous = FULL`: every commit synced; survives a power loss.
+    Full,
+}
+
+/// The SQLite [`JobStore`].
+#[derive(Debug)]
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+fn err(context: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |e| StoreError(format!("SQLite store: {context}: {e}"))
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path` and applies the
+    /// schema migrations.
+    ///
+    /// # Errors
+    ///
+    /// A one-line [`StoreError`] naming the file: it cannot be opened or
+    /// written, is not a database, or was written by a newer husk. Nothing
+    /// is changed then.
+    pub fn open(path: &Path, durability: Durability) -> Result<Self, StoreError> {
+        let name = path.display().to_string();
+        let fail = |what: &str, e: &dyn std::fmt::Display| StoreError(format!("SQLite store {name}: {what}: {e}"));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| fail("cannot create its directory", &e))?;
+        }
+        let mut conn = Connection::open(path).map_err(|e| fail("cannot open", &e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| fail("cannot configure", &e))?;
+        let version: i64 =
+            conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(|e| fail("not a husk database", &e))?;
+        let newer = |version: i64| {
+            StoreError(format!(
+                "SQLite store {name}: written by a newer husk (schema {version}; this husk knows up to {SCHEMA_VERSION})"
+            ))
+        };
+        if version > SCHEMA_VERSION {
+            return Err(newer(version));
+        }
+        let sync = match durability {
+            Durability::Normal => "NORMAL",
+            Durability::Full => "FULL",
+        };
+        conn.execute_batch(&format!("PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync};"))
+            .map_err(|e| fail("cannot enable WAL", &e))?;
+        let tx =
+            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| fail("cannot write", &e))?;
+        // Read again under the write lock: another process opening the same
+        // file may have migrated it meanwhile.
+        let version: i64 =
+            tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(|e| fail("not a husk database", &e))?;
+        if version > SCHEMA_VERSION {
+            return Err(newer(version));
+        }
+        for (i, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(migration).map_err(|e| fail(&format!("migration {}", i + 1), &e))?;
+        }
+        tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+            .map_err(|e| fail("cannot record the schema version", &e))?;
+        tx.commit().map_err(|e| fail("cannot write", &e))?;
+        Ok(Self { path: path.to_owned(), conn: Mutex::new(conn) })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write<R>(&self, f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<R>) -> Result<R, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err("begin"))?;
+        let result = f(&tx).map_err(err("write"))?;
+        tx.commit().map_err(err("commit"))?;
+        Ok(result)
+    }
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> rusqlite::Result<T> {
+    serde_json::from_str(text).map_err(json_err)
+}
+
+fn json_err(e: serde_json::Error) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
+}
+
+fn live_row(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<Option<LiveRow>> {
+    tx.prepare_cached(&format!("SELECT {LIVE_COLUMNS} FROM jobs WHERE id = ?1"))?
+        .query_row([id], |r| {
+            Ok(LiveRow {
+                id: r.get(0)?,
+                topic: r.get(1)?,
+                policy: r.get(2)?,
+                attempt: r.get(3)?,
+                state: r.get(4)?,
+                enqueued_at: r.get(5)?,
+                not_before: r.get(6)?,
+                last_fault: r.get(7)?,
+                cancel_requested: r.get(8)?,
+                lock_worker: r.get(9)?,
+                lock_token: r.get(10)?,
+                lock_expires_at: r.get(11)?,
+            })
+        })
+        .optional()
+}
+
+/// The `history` column with the attempt `?n` (JSON, or NULL for none)
+/// appended.
+macro_rules! appended_history {
+    ($n:literal) => {
+        concat!("CASE WHEN ?", $n, " IS NULL THEN history ELSE json_insert(history, '$[#]', json(?", $n, ")) END")
+    };
+}
+
+/// Ends a live job, with `attempt` (if it spent one) appended to its
+/// history: records its outcome (an open incident when `Failed`) and
+/// removes it from the live jobs.
+fn end(
+    tx: &Transaction<'_>,
+    job: &LiveRow,
+    outcome: Outcome,
+    attempt: Option<&AttemptRecord>,
+    now: SystemTime,
+) -> rusqlite::Result<TerminalOutcome> {
+    let incident = matches!(outcome, Outcome::Failed { .. });
+    tx.prepare_cached(concat!(
+        "INSERT INTO outcomes (job_id, generation, topic, attempts, enqueued_at, finished_at, outcome, policy,
+                               last_fault, open_incident, input, history)
+         SELECT id, generation, topic, ?2, enqueued_at, ?3, ?4, policy, ?5, ?6, CASE WHEN ?6 THEN input END, ",
+        appended_history!(7),
+        " FROM jobs WHERE id = ?1"
+    ))?
+    .execute(params![
+        job.id,
+        job.attempts_made(),
+        millis(now),
+        to_json(&outcome),
+        job.outcome_fault(&outcome),
+        incident,
+        attempt.map(to_json),
+    ])?;
+    let seq = tx.last_insert_rowid();
+    tx.prepare_cached("DELETE FROM jobs WHERE id = ?1")?.execute([job.id])?;
+    Ok(job.terminal(seq, outcome, now))
+}
+
+/// A job to put in the queue or behind its gate (see [`arm`]).
+struct Arm<'a> {
+    id: i64,
+    /// The attempt it will be on.
+    attempt: i64,
+    /// Its new last fault (JSON); `None` keeps the old one.
+    fault: Option<&'a str>,
+    gate: Option<SystemTime>,
+    /// The attempt it spent, to append to its history.
+    spent: Option<&'a AttemptRecord>,
+}
+
+/// Puts an unlocked live job in the queue or behind its gate.
+fn arm(tx: &Transaction<'_>, arm: Arm<'_>, now: SystemTime) -> rusqlite::Result<()> {
+    let (state, not_before) = armed_state(arm.gate, now);
+    tx.prepare_cached(concat!(
+        "UPDATE jobs SET state = ?2, not_before = ?3, attempt = ?4, last_fault = COALESCE(?5, last_fault),
+                lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL, history = ",
+        appended_history!(6),
+        " WHERE id = ?1"
+    ))?
+    .execute(params![arm.id, state, not_before, arm.attempt, arm.fault, arm.spent.map(to_json)])?;
+    Ok(())
+}
+
+fn reclaim_expired(tx: &Transaction<'_>, now: SystemTime, ended: &mut Vec<TerminalOutcome>) -> rusqlite::Result<()> {
+    let expired: Vec<i64> = tx
+        .prepare_cached("SELECT id FROM jobs WHERE state = 2 AND lock_expires_at <= ?1")?
+        .query_map([millis(now)], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for id in expired {
+        let Some(job) = live_row(tx, id)? else { continue };
+        let (expired, spent) = job.expire(now).map_err(json_err)?;
+        match expired {
+            Expired::ReArm { fault, gate } => {
+                let next =
+                    Arm { id, attempt: job.attempt + 1, fault: Some(&fault), gate: Some(gate), spent: Some(&spent) };
+                arm(tx, next, now)?;
+            }
+            Expired::End(outcome) => ended.push(end(tx, &job, outcome, Some(&spent), now)?),
+        }
+    }
+    Ok(())
+}
+
+fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(TerminalOutcome, String, Option<String>)> {
+    let outcome: String = r.get(6)?;
+    Ok((
+        TerminalOutcome {
+            seq: r.get::<_, i64>(0)? as u64,
+            job_id: JobId(r.get::<_, i64>(1)? as u64),
+            topic: r.get(2)?,
+            attempts: r.get::<_, i64>(3)? as u32,
+            enqueued_at: time(r.get(4)?),
+            finished_at: time(r.get(5)?),
+            outcome: from_json(&outcome)?,
+        },
+        r.get(7)?,
+        r.get(8)?,
+    ))
+}
+
+fn record_of(row: (TerminalOutcome, String, Option<String>)) -> rusqlite::Result<JobRecord> {
+    record_of_outcome(row.0, &row.1, row.2.as_deref()).map_err(json_err)
+}
+
+/// A job's record, live or ended; with its attempts when `with_attempts`.
+fn get_record(conn: &Connection, id: i64, with_attempts: bool) -> rusqlite::Result<Option<JobRecord>> {
+    let tx = conn.unchecked_transaction()?;
+    let history = |sql: &str, key: i64| -> rusqlite::Result<Vec<AttemptRecord>> {
+        if !with_attempts {
+            return Ok(Vec::new());
+        }
+        let json: String = tx.prepare_cached(sql)?.query_row([key], |r| r.get(0))?;
+        history_of(&json).map_err(json_err)
+    };
+    if let Some(job) = live_row(&tx, id)? {
+        let attempts = history("SELECT history FROM jobs WHERE id = ?1", id)?;
+        return Ok(Some(JobRecord { attempts, ..job.record().map_err(json_err)? }));
+    }
+    let row = tx
+        .prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE job_id = ?1 ORDER BY seq DESC LIMIT 1"))?
+        .query_row([id], outcome_row)
+        .optional()?;
+    let Some(row) = row else { return Ok(None) };
+    let attempts = history("SELECT history FROM outcomes WHERE seq = ?1", row.0.seq as i64)?;
+    Ok(Some(JobRecord { attempts, ..record_of(row)? }))
+}
+
+/// The job that took idempotency key `key`, if one did.
+fn keyed_job(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<Option<JobId>> {
+    let id: Option<i64> =
+        tx.prepare_cached("SELECT job_id FROM keys WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()?;
+    Ok(id.map(|id| JobId(id as u64)))
+}
+
+impl JobStore for SqliteStore {
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
+        // The write transaction is exclusive (IMMEDIATE): no other enqueue
+        // can take a key between the look-up and the insert.
+        self.write(|tx| {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO jobs (topic, input, policy, attempt, state, not_before, enqueued_at)
+                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6)",
+            )?;
+            jobs.iter()
+                .map(|job| {
+                    if let Some(id) = job.key.as_deref().map(|key| keyed_job(tx, key)).transpose()?.flatten() {
+                        return Ok(Enqueued { id, created: false });
+                    }
+                    let (state, not_before) = armed_state(job.not_before, now);
+                    insert.execute(params![
+                        job.topic,
+                        job.input,
+                        to_json(&job.policy),
+                        state,
+                        not_before,
+                        millis(now)
+                    ])?;
+                    let id = tx.last_insert_rowid();
+                    if let Some(key) = &job.key {
+                        tx.prepare_cached("INSERT INTO keys (key, job_id) VALUES (?1, ?2)")?
+                            .execute(params![key, id])?;
+                    }
+                    Ok(Enqueued { id: JobId(id as u64), created: true })
+                })
+                .collect()
+        })
+    }
+
+    fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
+        self.write(|tx| {
+            let mut fetched = Fetched::default();
+            let now_ms = millis(now);
+            tx.prepare_cached("UPDATE jobs SET state = 0, not_before = NULL WHERE state = 1 AND not_before <= ?1")?
+                .execute([now_ms])?;
+            reclaim_expired(tx, now, &mut fetched.ended)?;
+            let expires_at = now + request.lock_duration;
+            let mut remaining = request.max;
+            for topic in request.topics {
+                if remaining == 0 {
+                    break;
+                }
+                let token: i64 = tx.query_row(
+                    "UPDATE meta SET value = value + 1 WHERE key = 'next_token' RETURNING value",
+                    [],
+                    |r| r.get(0),
+                )?;
+                let mut claim = tx.prepare_cached(
+                    "UPDATE jobs SET state = 2, lock_worker = ?1, lock_token = ?2, lock_expires_at = ?3
+                     WHERE id IN (SELECT id FROM jobs WHERE topic = ?4 AND state = 0 ORDER BY id LIMIT ?5)
+                     RETURNING id, input, attempt, policy, enqueued_at",
+                )?;
+                let claimed = claim
+                    .query_map(params![request.worker, token, millis(expires_at), topic, remaining as i64], |r| {
+                        let policy: String = r.get(3)?;
+                        Ok(LockedJob {
+                            lock: Lock { job: JobId(r.get::<_, i64>(0)? as u64), token: token as u64 },
+                            topic: topic.clone(),
+                            input: r.get(1)?,
+                            attempt: r.get::<_, i64>(2)? as u32,
+                            policy: from_json(&policy)?,
+                            enqueued_at: time(r.get(4)?),
+                            lock_expires_at: expires_at,
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                remaining -= claimed.len();
+                fetched.jobs.extend(claimed);
+            }
+            fetched.jobs.sort_by_key(|j| j.lock.job);
+            let gate: Option<i64> =
+                tx.query_row("SELECT min(not_before) FROM jobs WHERE state = 1", [], |r| r.get(0))?;
+            let lock: Option<i64> =
+                tx.query_row("SELECT min(lock_expires_at) FROM jobs WHERE state = 2", [], |r| r.get(0))?;
+            fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
+            Ok(fetched)
+        })
+    }
+
+    fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
+        self.write(|tx| {
+            reports
+                .into_iter()
+                .map(|(lock, report)| {
+                    let Some(job) = live_row(tx, lock.job.0 as i64)? else { return Ok(Reported::LockLost) };
+                    if !job.held(lock, now) {
+                        return Ok(Reported::LockLost);
+                    }
+                    let spent = report.attempt_record(job.attempt as u32, now);
+                    let spent = spent.as_ref();
+                    if job.cancel_requested {
+                        return Ok(Reported::Ended(Box::new(end(tx, &job, Outcome::Cancelled, spent, now)?)));
+                    }
+                    Ok(match report {
+                        Report::Completed { output, .. } => {
+                            Reported::Ended(Box::new(end(tx, &job, Outcome::Completed { output }, spent, now)?))
+                        }
+                        Report::End { outcome, .. } => Reported::Ended(Box::new(end(tx, &job, outcome, spent, now)?)),
+                        Report::ReArm { fault, not_before, .. } => {
+                            let fault = to_json(&fault);
+                            let (id, attempt, gate) = (job.id, job.attempt + 1, Some(not_before));
+                            arm(tx, Arm { id, attempt, fault: Some(&fault), gate, spent }, now)?;
+                            Reported::ReArmed
+                        }
+                        Report::Release => {
+                            let unspent =
+                                Arm { id: job.id, attempt: job.attempt, fault: None, gate: None, spent: None };
+                            arm(tx, unspent, now)?;
+                            Reported::Released
+                        }
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let Some(job) = live_row(tx, lock.job.0 as i64)? else { return Ok(false) };
+            if !job.held(lock, now) {
+                return Ok(false);
+            }
+            tx.execute("UPDATE jobs SET lock_expires_at = ?2 WHERE id = ?1", params![job.id, millis(until)])?;
+            Ok(true)
+        })
+    }
+
+    fn cancel(&self, id: JobId, now: SystemTime) -> Result<CancelResult, StoreError> {
+        self.write(|tx| {
+            let Some(job) = live_row(tx, id.0 as i64)? else {
+                let ended: bool =
+                    tx.query_row("SELECT EXISTS (SELECT 1 FROM outcomes WHERE job_id = ?1)", [id.0 as i64], |r| {
+                        r.get(0)
+                    })?;
+                return Ok(if ended { CancelResult::AlreadyEnded } else { CancelResult::NotFound });
+            };
+            if job.state == RUNNING {
+                tx.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?1", [job.id])?;
+                return Ok(CancelResult::Cancelling);
+            }
+            Ok(CancelResult::Cancelled(Box::new(end(tx, &job, Outcome::Cancelled, None, now)?)))
+        })
+    }
+
+    fn retry_incident(&self, id: JobId, _now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
+        self.write(|tx| {
+            let id = id.0 as i64;
+            let incident: Option<(i64, i64)> = tx
+                .query_row(
+                    "SELECT seq, generation FROM outcomes WHERE job_id = ?1 AND open_incident = 1",
+                    [id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            let Some((seq, generation)) = incident else {
+                let known: bool = tx.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM outcomes WHERE job_id = ?1) OR EXISTS (SELECT 1 FROM jobs WHERE id = ?1)",
+                    [id],
+                    |r| r.get(0),
+                )?;
+                return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
+            };
+            tx.execute(
+                "INSERT INTO jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at, history)
+                 SELECT job_id, ?2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at, history
+                 FROM outcomes WHERE seq = ?1",
+                params![seq, generation],
+            )?;
+            tx.execute("UPDATE outcomes SET open_incident = 0, input = NULL WHERE seq = ?1", [seq])?;
+            Ok(RetryIncidentResult::Requeued)
+        })
+    }
+
+    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
+        get_record(&self.conn(), id.0 as i64, true).map_err(err("get"))
+    }
+
+    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
+        let conn = self.conn();
+        let limit = filter.limit.unwrap_or(100) as i64;
+        let state = filter.state.map(|s| match s {
+            JobState::Queued => QUEUED,
+            JobState::Gated => GATED,
+            JobState::Running => RUNNING,
+            JobState::Terminal => -1,
+        });
+        let live_ids: Vec<i64> = if state == Some(-1) {
+            Vec::new()
+        } else {
+            conn.prepare_cached(
+                "SELECT id FROM jobs WHERE (?1 IS NULL OR topic = ?1) AND (?2 IS NULL OR state = ?2) ORDER BY id DESC LIMIT ?3",
+            )
+            .and_then(|mut s| s.query_map(params![filter.topic, state, limit], |r| r.get(0))?.collect())
+            .map_err(err("list"))?
+        };
+        let ended_ids: Vec<i64> = if state.is_some_and(|s| s != -1) {
+            Vec::new()
+        } else {
+            conn.prepare_cached(
+                "SELECT DISTINCT job_id FROM outcomes WHERE (?1 IS NULL OR topic = ?1)
+                 AND job_id NOT IN (SELECT id FROM jobs) ORDER BY job_id DESC LIMIT ?2",
+            )
+            .and_then(|mut s| s.query_map(params![filter.topic, limit], |r| r.get(0))?.collect())
+            .map_err(err("list"))?
+        };
+        let mut ids: Vec<i64> = live_ids.into_iter().chain(ended_ids).collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids.truncate(limit as usize);
+        ids.into_iter().filter_map(|id| get_record(&conn, id, false).map_err(err("list")).transpose()).collect()
+    }
+
+    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
+        let conn = self.conn();
+        let rows = conn
+            .prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE open_incident = 1 ORDER BY job_id"))
+            .and_then(|mut s| s.query_map([], outcome_row)?.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(err("incidents"))?;
+        rows.into_iter().map(record_of).collect::<rusqlite::Result<_>>().map_err(err("incidents"))
+    }
+
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
+        let conn = self.conn();
+        conn.prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE seq > ?1 ORDER BY seq LIMIT ?2"))
+            .and_then(|mut s| {
+                s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|(o, _, _)| o))?.collect()
+            })
+            .map_err(err("outcomes"))
+    }
+
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
+        let conn = self.conn();
+        let rows: Vec<(String, i64, i64)> = conn
+            .prepare_cached("SELECT topic, state, count(*) FROM jobs GROUP BY topic, state ORDER BY topic")
+            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+            .map_err(err("depths"))?;
+        Ok(depths_of(rows))
+    }
+}

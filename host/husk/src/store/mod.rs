@@ -1,0 +1,462 @@
+//! Job stores: where jobs, their gates and locks, and terminal outcomes
+//! live. [`JobStore`] is the one contract; `memory` is the in-process
+//! implementation (durable backends implement the same semantics).
+//!
+//! The store decides nothing about classification: the dispatcher
+//! classifies outside the store and reports a decision ([`Report`]); the
+//! store re-validates the reporter's lock before applying it. The one
+//! decision the store makes itself is lock expiry: a job whose lock expired
+//! is reclaimed as a failed attempt (fault `husk.lock-expired`, technical),
+//! re-armed by its retry policy or, when that is exhausted, ended `Failed`.
+//!
+//! Every spent attempt is recorded in the job's history ([`AttemptRecord`]:
+//! the plugin version that ran it and its fault), kept when the job ends
+//! and across retried incidents. An idempotency key ([`NewJob::key`]) is
+//! kept for good, beyond the job's end.
+
+mod memory;
+pub mod sql;
+
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+pub use memory::{DEFAULT_RETAINED_OUTCOMES, MemoryStore};
+
+use crate::fault::Fault;
+pub use crate::job::JobId;
+use crate::outcome::{Outcome, TerminalOutcome};
+use crate::retry::RetryPolicySpec;
+
+/// A job to enqueue, with its retry policy already resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob {
+    /// The topic.
+    pub topic: String,
+    /// The input bytes (by convention JSON).
+    pub input: Vec<u8>,
+    /// The resolved retry policy, kept with the job.
+    pub policy: RetryPolicySpec,
+    /// Do not run before this time; `None` for as soon as possible.
+    pub not_before: Option<SystemTime>,
+    /// An idempotency key, unique across the store: a second enqueue with
+    /// the same key enqueues nothing and returns the first job's id, whether
+    /// that job is live or ended. `None`: no key, always enqueued.
+    pub key: Option<String>,
+}
+
+/// What [`JobStore::enqueue`] did with one [`NewJob`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Enqueued {
+    /// The job: the new one, or the one that already had the key.
+    pub id: JobId,
+    /// Whether a job was enqueued; `false` when its key already existed
+    /// (in the store, or earlier in the same call).
+    pub created: bool,
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobState {
+    /// Waiting for a worker.
+    Queued,
+    /// Waiting for its `not_before` gate (a retry backoff or a delayed start).
+    Gated,
+    /// Locked by a worker.
+    Running,
+    /// Ended (see its outcome).
+    Terminal,
+}
+
+/// Which worker holds a job, until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockInfo {
+    /// The worker.
+    pub worker: String,
+    /// When the lock expires.
+    #[serde(with = "crate::fault::epoch_millis")]
+    pub expires_at: SystemTime,
+}
+
+/// What the store knows of a job (see [`JobStore::get`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// The job.
+    pub id: JobId,
+    /// Its topic.
+    pub topic: String,
+    /// Where it is.
+    pub state: JobState,
+    /// The attempt it is on (1-based; the attempts made, once terminal).
+    pub attempt: u32,
+    /// Its retry policy.
+    pub policy: RetryPolicySpec,
+    /// When it was enqueued.
+    #[serde(with = "crate::fault::epoch_millis")]
+    pub enqueued_at: SystemTime,
+    /// Its gate, when gated.
+    #[serde(default, with = "optional_millis")]
+    pub not_before: Option<SystemTime>,
+    /// Its lock, when running.
+    pub lock: Option<LockInfo>,
+    /// The fault of its last failed attempt.
+    pub last_fault: Option<Fault>,
+    /// Whether its owner asked to cancel it while it ran.
+    pub cancel_requested: bool,
+    /// Its terminal outcome, once ended.
+    pub outcome: Option<TerminalOutcome>,
+    /// Its finished attempts, oldest first, across retried incidents.
+    /// Filled by [`JobStore::get`]; [`JobStore::list`] and
+    /// [`JobStore::incidents`] leave it empty.
+    #[serde(default)]
+    pub attempts: Vec<AttemptRecord>,
+}
+
+/// One finished attempt of a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// Which attempt (1-based).
+    pub attempt: u32,
+    /// The plugin version (digest) that ran it, if known.
+    pub plugin_version: Option<String>,
+    /// Its fault, the body cut at [`HISTORY_FAULT_BODY`] bytes; `None` when
+    /// it returned output, or its fault was classified a business error or
+    /// status (the outcome says which).
+    pub fault: Option<Fault>,
+    /// When it was reported, or, for a lock that expired, when the expiry
+    /// was reclaimed.
+    #[serde(with = "crate::fault::epoch_millis")]
+    pub finished_at: SystemTime,
+}
+
+mod optional_millis {
+    use std::time::SystemTime;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::fault::epoch_millis::{from_millis, to_millis};
+
+    pub(super) fn serialize<S: Serializer>(time: &Option<SystemTime>, serializer: S) -> Result<S::Ok, S::Error> {
+        time.map(to_millis).serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<SystemTime>, D::Error> {
+        Ok(Option::<u64>::deserialize(deserializer)?.map(from_millis))
+    }
+}
+
+/// Proof of holding a job's lock: the job and the token of the fetch that
+/// locked it. A report is applied only while the same lock is held and
+/// unexpired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Lock {
+    /// The job.
+    pub job: JobId,
+    /// Unique per fetch.
+    pub token: u64,
+}
+
+/// A job handed to a worker by [`JobStore::fetch_and_lock`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockedJob {
+    /// The lock to report with.
+    pub lock: Lock,
+    /// The topic.
+    pub topic: String,
+    /// The input.
+    pub input: Vec<u8>,
+    /// The attempt this run is (1-based).
+    pub attempt: u32,
+    /// The job's retry policy.
+    pub policy: RetryPolicySpec,
+    /// When the job was enqueued.
+    pub enqueued_at: SystemTime,
+    /// When the lock expires.
+    pub lock_expires_at: SystemTime,
+}
+
+impl LockedJob {
+    /// The job's id.
+    pub fn id(&self) -> JobId {
+        self.lock.job
+    }
+}
+
+/// A fetch: which worker wants how many jobs of which topics, for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct FetchRequest<'a> {
+    /// The worker (for the lock's owner).
+    pub worker: &'a str,
+    /// Topics to take jobs from.
+    pub topics: &'a [String],
+    /// Most jobs to lock.
+    pub max: usize,
+    /// How long the locks last.
+    pub lock_duration: Duration,
+}
+
+/// What a fetch returned.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    /// Jobs now locked by the worker.
+    pub jobs: Vec<LockedJob>,
+    /// Jobs whose lock expired with their retry policy exhausted: ended
+    /// `Failed` by this fetch. The caller delivers them.
+    pub ended: Vec<TerminalOutcome>,
+    /// The nearest future time a job of any topic becomes fetchable (a gate
+    /// opens or a lock expires): when to wake without a notification.
+    pub next_wake: Option<SystemTime>,
+}
+
+/// A worker's decision about the job it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// The operation returned `output`.
+    Completed {
+        /// The output.
+        output: Vec<u8>,
+        /// The plugin version (digest) that ran the attempt, if known.
+        plugin_version: Option<String>,
+    },
+    /// A technical fault to retry: re-arm the job for attempt + 1 at
+    /// `not_before`.
+    ReArm {
+        /// The fault of this attempt.
+        fault: Fault,
+        /// When the next attempt may run.
+        not_before: SystemTime,
+        /// The plugin version (digest) that ran the attempt, if known.
+        plugin_version: Option<String>,
+    },
+    /// Any other terminal outcome (business error or status, `Failed`,
+    /// `Cancelled`).
+    End {
+        /// The outcome.
+        outcome: Outcome,
+        /// The plugin version (digest) that ran the attempt, if known.
+        plugin_version: Option<String>,
+    },
+    /// Give the job back unrun (a graceful shutdown): it is queued again on
+    /// the same attempt, which is not spent. A job whose owner asked to
+    /// cancel it ends `Cancelled` instead.
+    Release,
+}
+
+impl Report {
+    /// The record of the attempt this report spends, as attempt `attempt`
+    /// reported at `now`; `None` for a release, which spends none. (Also
+    /// recorded when a cancel overrides the report: the attempt ran.)
+    pub fn attempt_record(&self, attempt: u32, now: SystemTime) -> Option<AttemptRecord> {
+        let (plugin_version, fault) = match self {
+            Report::Completed { plugin_version, .. } => (plugin_version, None),
+            Report::ReArm { fault, plugin_version, .. } => (plugin_version, Some(fault)),
+            Report::End { outcome, plugin_version } => match outcome {
+                Outcome::Failed { last_fault, .. } => (plugin_version, Some(last_fault)),
+                _ => (plugin_version, None),
+            },
+            Report::Release => return None,
+        };
+        Some(AttemptRecord::new(attempt, plugin_version.clone(), fault, now))
+    }
+}
+
+/// The record of attempt `attempt` of a job whose lock expired: reclaimed
+/// at `now` with `fault` (`husk.lock-expired`); the version is unknown.
+fn expired_attempt(attempt: u32, fault: &Fault, now: SystemTime) -> AttemptRecord {
+    AttemptRecord::new(attempt, None, Some(fault), now)
+}
+
+/// The most of a fault's body an [`AttemptRecord`] keeps: a history holds
+/// one fault per attempt, and a guest's fault body may be as large as its
+/// output (1 MiB by default). The job's `last_fault` keeps its last fault
+/// whole.
+pub const HISTORY_FAULT_BODY: usize = 4 << 10;
+
+impl AttemptRecord {
+    /// The record of an attempt, its fault body cut at
+    /// [`HISTORY_FAULT_BODY`] bytes.
+    fn new(attempt: u32, plugin_version: Option<String>, fault: Option<&Fault>, finished_at: SystemTime) -> Self {
+        let fault = fault
+            .map(|f| Fault { code: f.code.clone(), body: f.body[..f.body.len().min(HISTORY_FAULT_BODY)].to_vec() });
+        Self { attempt, plugin_version, fault, finished_at }
+    }
+}
+
+/// The result of a report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reported {
+    /// The job ended; deliver this outcome. When the owner asked to cancel
+    /// the job while it ran, this is `Cancelled`, whatever was reported.
+    Ended(Box<TerminalOutcome>),
+    /// The job was re-armed.
+    ReArmed,
+    /// The job was released unrun (see [`Report::Release`]).
+    Released,
+    /// The reporter no longer holds the lock (it expired, or the job was
+    /// reclaimed): the report was dropped.
+    LockLost,
+}
+
+/// The result of [`JobStore::cancel`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelResult {
+    /// The job was queued or gated: it ended `Cancelled` now.
+    Cancelled(Box<TerminalOutcome>),
+    /// The job is running: it will end `Cancelled` when its worker reports.
+    Cancelling,
+    /// The job had already ended.
+    AlreadyEnded,
+    /// No such job.
+    NotFound,
+}
+
+/// The result of [`JobStore::retry_incident`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetryIncidentResult {
+    /// The job is queued again with a fresh attempt budget.
+    Requeued,
+    /// The job is not an open incident (never was, or already retried).
+    NotAnIncident,
+    /// No such job.
+    NotFound,
+}
+
+/// Filter for [`JobStore::list`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// Only jobs of this topic.
+    pub topic: Option<String>,
+    /// Only jobs in this state.
+    pub state: Option<JobState>,
+    /// At most this many, newest first (default 100).
+    pub limit: Option<usize>,
+}
+
+/// Counts of a topic's live jobs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Depth {
+    /// Queued, ready to run.
+    pub queued: u64,
+    /// Waiting for a gate.
+    pub gated: u64,
+    /// Running.
+    pub running: u64,
+}
+
+impl Depth {
+    /// Live jobs: queued, gated and running.
+    pub fn live(&self) -> u64 {
+        self.queued + self.gated + self.running
+    }
+}
+
+/// A failure of the store itself (I/O, a database error), on one line
+/// naming the store.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// What a store shared by several processes tells the dispatcher of this
+/// one (PostgreSQL's `LISTEN/NOTIFY`). Implemented by the dispatcher.
+pub trait StoreEvents: Send + Sync {
+    /// Jobs may have become fetchable (another process enqueued or
+    /// re-armed): waiting fetchers should look again.
+    fn jobs_available(&self);
+    /// Another process asked to cancel job `id`: interrupt it if it runs
+    /// here.
+    fn cancel_requested(&self, id: JobId);
+}
+
+/// Where jobs live. All methods take `now` from the dispatcher's clock, so
+/// the store never reads time itself. Implementations must be safe to call
+/// from many threads.
+pub trait JobStore: Send + Sync + 'static {
+    /// Adds jobs; returns what became of each, in order. A job whose
+    /// [`NewJob::key`] is already in the store (or earlier in `jobs`) is not
+    /// added: its entry names the job that has the key, `created: false`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails; nothing is enqueued then.
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError>;
+
+    /// Locks up to `request.max` fetchable jobs of `request.topics`: queued
+    /// jobs, gated jobs whose gate has passed, and running jobs whose lock
+    /// expired (reclaimed as a failed attempt first, see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError>;
+
+    /// Applies reports, each only if its lock is still held and unexpired.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError>;
+
+    /// Extends a held lock to `until`; `false` if the lock is lost.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError>;
+
+    /// Cancels a job (see [`CancelResult`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn cancel(&self, id: JobId, now: SystemTime) -> Result<CancelResult, StoreError>;
+
+    /// Re-queues a `Failed` job (an incident) with a fresh attempt budget.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn retry_incident(&self, id: JobId, now: SystemTime) -> Result<RetryIncidentResult, StoreError>;
+
+    /// One job, live or ended, with its finished attempts
+    /// ([`JobRecord::attempts`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError>;
+
+    /// Jobs matching `filter`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError>;
+
+    /// Open incidents: jobs that ended `Failed` and were not retried.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError>;
+
+    /// Terminal outcomes with `seq > after`, in order, at most `limit`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError>;
+
+    /// Live job counts per topic.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError>;
+
+    /// Registers the receiver of events from other processes sharing this
+    /// store. Stores only one process uses ignore it.
+    fn subscribe(&self, events: std::sync::Weak<dyn StoreEvents>) {
+        let _ = events;
+    }
+}
