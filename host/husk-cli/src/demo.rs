@@ -38,13 +38,13 @@ pub const DEMO_JOBS: usize = TRANSFORM + FLAKY + PAYMENTS + RUNAWAY;
 /// Counts outcomes and keeps each job's latency (enqueue to terminal).
 struct DemoSink {
     delivered: AtomicU64,
-    latencies: std::sync::Mutex<Vec<Duration>>,
+    latencies: parking_lot::Mutex<Vec<Duration>>,
 }
 
 impl OutcomeSink for DemoSink {
     fn deliver(&self, outcome: &TerminalOutcome) {
         let latency = outcome.finished_at.duration_since(outcome.enqueued_at).unwrap_or_default();
-        self.latencies.lock().unwrap_or_else(|p| p.into_inner()).push(latency);
+        self.latencies.lock().push(latency);
         self.delivered.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -136,7 +136,7 @@ pub fn run(
     bar.finish_and_clear();
     host.shutdown();
 
-    let mut latencies = sink.latencies.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut latencies = sink.latencies.lock().clone();
     latencies.sort();
     let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
     Ok(DemoReport { totals: dispatcher.totals(), elapsed, p50: at(0.5), p99: at(0.99), store: store_name })

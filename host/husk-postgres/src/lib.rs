@@ -33,9 +33,10 @@
 //! only makes the job fetchable again, and any later synchronous commit
 //! (such as the report of that job) flushes it first.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
@@ -288,6 +289,26 @@ impl From<serde_json::Error> for PgError {
 
 /// One line for a driver error: the server's message when there is one,
 /// else the error and its causes.
+/// A failure of `what` on `store`, of the kind a caller can act on: by the
+/// SQLSTATE class of a database error (08 connection, 53 resources, 57
+/// operator intervention: unavailable; 40 transaction rollback, 23 integrity
+/// constraint: conflict), a lost connection or a pool timeout unavailable,
+/// a stored value that does not decode corrupt.
+fn store_error(store: String, what: &str, error: PgError) -> StoreError {
+    match error {
+        PgError::Db(e) => {
+            let message = format!("{what}: {}", describe(&e));
+            match e.code().map(|code| &code.code()[..2]) {
+                Some("08" | "53" | "57") | None => StoreError::Unavailable { store, message },
+                Some("40" | "23") => StoreError::Conflict { store, message },
+                Some(_) => StoreError::Failed { store, message },
+            }
+        }
+        PgError::Json(e) => StoreError::Corrupt { store, message: format!("{what}: unreadable stored value: {e}") },
+        PgError::Pool(e) => StoreError::Unavailable { store, message: format!("{what}: {e}") },
+    }
+}
+
 fn describe(error: &postgres::Error) -> String {
     if let Some(db) = error.as_db_error() {
         return db.message().to_owned();
@@ -344,19 +365,24 @@ impl PostgresStore {
     /// written by a newer husk. Nothing is changed then.
     pub fn open(config: &PostgresConfig) -> Result<Self, StoreError> {
         let name = redact_url(&config.url);
-        let fail = |what: &str, e: String| StoreError(format!("PostgreSQL store {name}: {what}: {e}"));
+        let store = format!("PostgreSQL store {name}");
+        let fail = |what: &str, e: postgres::Error| store_error(store.clone(), what, PgError::Db(e));
+        let refused = |what: &str, message: String| StoreError::Failed {
+            store: store.clone(),
+            message: format!("{what}: {message}"),
+        };
         let mut pg: postgres::Config =
-            config.url.parse().map_err(|e: postgres::Error| fail("bad URL", describe(&e)))?;
+            config.url.parse().map_err(|e: postgres::Error| refused("bad URL", describe(&e)))?;
         pg.connect_timeout(config.connect_timeout).application_name("husk");
         let channels = Channels::new(config.schema.as_deref());
         if let Some(schema) = &config.schema {
             if schema.is_empty() || !schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(fail("bad schema name", format!("`{schema}` (letters, digits and _ only)")));
+                return Err(refused("bad schema name", format!("`{schema}` (letters, digits and _ only)")));
             }
-            let mut client = pg.connect(NoTls).map_err(|e| fail("cannot connect", describe(&e)))?;
+            let mut client = pg.connect(NoTls).map_err(|e| fail("cannot connect", e))?;
             client
                 .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
-                .map_err(|e| fail("cannot create the schema", describe(&e)))?;
+                .map_err(|e| fail("cannot create the schema", e))?;
         }
         // Claims must scan the (topic, id) index in order and stop at their
         // LIMIT. With stale statistics (a burst of enqueues since the last
@@ -364,12 +390,12 @@ impl PostgresStore {
         // every queued job; husk's statements never need bitmap scans.
         let search_path = config.schema.as_ref().map(|s| format!(" -c search_path={s}")).unwrap_or_default();
         pg.options(&format!("-c enable_bitmapscan=off{search_path}"));
-        let mut client = pg.connect(NoTls).map_err(|e| fail("cannot connect", describe(&e)))?;
+        let mut client = pg.connect(NoTls).map_err(|e| fail("cannot connect", e))?;
         migrate(&mut client).map_err(|e| match e {
-            MigrateError::Newer(version) => StoreError(format!(
-                "PostgreSQL store {name}: written by a newer husk (schema {version}; this husk knows up to {SCHEMA_VERSION})"
-            )),
-            MigrateError::Db(e) => fail("cannot apply the schema", describe(&e)),
+            MigrateError::Newer(version) => {
+                StoreError::NewerSchema { store: store.clone(), version, known: SCHEMA_VERSION }
+            }
+            MigrateError::Db(e) => fail("cannot apply the schema", e),
         })?;
         drop(client);
         let pool = r2d2::Pool::builder()
@@ -377,7 +403,7 @@ impl PostgresStore {
             .min_idle(Some(0))
             .connection_timeout(config.connect_timeout)
             .build(Manager { config: pg.clone() })
-            .map_err(|e| fail("cannot open the connection pool", e.to_string()))?;
+            .map_err(|e| store_error(store.clone(), "cannot open the connection pool", PgError::Pool(e)))?;
         Ok(Self { name, config: pg, pool, channels, last_reclaim: Mutex::new(None), listener: Mutex::new(None) })
     }
 
@@ -510,7 +536,7 @@ impl PostgresStore {
     /// second of clock time on the hot path (and always when nothing is
     /// claimable).
     fn reclaim_due(&self, now: SystemTime) -> bool {
-        let mut last = self.last_reclaim.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.last_reclaim.lock();
         let due = last.is_none_or(|at| now < at || now >= at + RECLAIM_EVERY);
         if due {
             *last = Some(now);
@@ -609,12 +635,7 @@ impl PostgresStore {
 
     /// A store failure on one line, naming the store and the operation.
     fn fail(&self, what: &str, error: PgError) -> StoreError {
-        let message = match error {
-            PgError::Db(e) => describe(&e),
-            PgError::Json(e) => format!("unreadable stored value: {e}"),
-            PgError::Pool(e) => e.to_string(),
-        };
-        StoreError(format!("PostgreSQL store {}: {what}: {message}", self.name))
+        store_error(format!("PostgreSQL store {}", self.name), what, error)
     }
 }
 
@@ -1077,7 +1098,7 @@ impl JobStore for PostgresStore {
     }
 
     fn subscribe(&self, events: Weak<dyn StoreEvents>) {
-        let mut listener = self.listener.lock().unwrap_or_else(|p| p.into_inner());
+        let mut listener = self.listener.lock();
         if listener.is_none() {
             *listener = Some(Listener::start(self.config.clone(), self.name.clone(), self.channels.clone(), events));
         }

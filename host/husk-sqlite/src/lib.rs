@@ -12,8 +12,8 @@
 //! Throughput comes from batching: a worker claims up to `max` jobs and
 //! reports a batch of decisions in one transaction each.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -96,8 +96,27 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
 }
 
-fn err(context: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |e| StoreError(format!("SQLite store: {context}: {e}"))
+/// A SQLite failure of `what` on `store`, of the kind a caller can act on.
+fn store_error(store: &str, what: &str, error: &rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::{
+        CannotOpen, ConstraintViolation, DatabaseBusy, DatabaseCorrupt, DatabaseLocked, DiskFull, NotADatabase,
+        OutOfMemory, PermissionDenied, ReadOnly, SystemIoFailure,
+    };
+    let (store, message) = (store.to_owned(), format!("{what}: {error}"));
+    match error {
+        rusqlite::Error::SqliteFailure(failure, _) => match failure.code {
+            DatabaseBusy | DatabaseLocked | CannotOpen | DiskFull | SystemIoFailure | ReadOnly | PermissionDenied
+            | OutOfMemory => StoreError::Unavailable { store, message },
+            DatabaseCorrupt | NotADatabase => StoreError::Corrupt { store, message },
+            ConstraintViolation => StoreError::Conflict { store, message },
+            _ => StoreError::Failed { store, message },
+        },
+        rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::Utf8Error(..) => StoreError::Corrupt { store, message },
+        _ => StoreError::Failed { store, message },
+    }
 }
 
 impl SqliteStore {
@@ -110,20 +129,19 @@ impl SqliteStore {
     /// written, is not a database, or was written by a newer husk. Nothing
     /// is changed then.
     pub fn open(path: &Path, durability: Durability) -> Result<Self, StoreError> {
-        let name = path.display().to_string();
-        let fail = |what: &str, e: &dyn std::fmt::Display| StoreError(format!("SQLite store {name}: {what}: {e}"));
+        let store = format!("SQLite store {}", path.display());
+        let fail = |what: &str, e: &rusqlite::Error| store_error(&store, what, e);
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| fail("cannot create its directory", &e))?;
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable {
+                store: store.clone(),
+                message: format!("cannot create its directory: {e}"),
+            })?;
         }
         let mut conn = Connection::open(path).map_err(|e| fail("cannot open", &e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| fail("cannot configure", &e))?;
         let version: i64 =
             conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(|e| fail("not a husk database", &e))?;
-        let newer = |version: i64| {
-            StoreError(format!(
-                "SQLite store {name}: written by a newer husk (schema {version}; this husk knows up to {SCHEMA_VERSION})"
-            ))
-        };
+        let newer = |version: i64| StoreError::NewerSchema { store: store.clone(), version, known: SCHEMA_VERSION };
         if version > SCHEMA_VERSION {
             return Err(newer(version));
         }
@@ -156,15 +174,20 @@ impl SqliteStore {
         &self.path
     }
 
+    /// Turns a failure of `what` into a [`StoreError`] naming this store.
+    fn err<'a>(&'a self, what: &'a str) -> impl Fn(rusqlite::Error) -> StoreError + 'a {
+        move |e| store_error(&format!("SQLite store {}", self.path.display()), what, &e)
+    }
+
     fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        self.conn.lock()
     }
 
     fn write<R>(&self, f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<R>) -> Result<R, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err("begin"))?;
-        let result = f(&tx).map_err(err("write"))?;
-        tx.commit().map_err(err("commit"))?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(self.err("begin"))?;
+        let result = f(&tx).map_err(self.err("write"))?;
+        tx.commit().map_err(self.err("commit"))?;
         Ok(result)
     }
 }
@@ -513,7 +536,7 @@ impl JobStore for SqliteStore {
     }
 
     fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
-        get_record(&self.conn(), id.0 as i64, true).map_err(err("get"))
+        get_record(&self.conn(), id.0 as i64, true).map_err(self.err("get"))
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
@@ -532,7 +555,7 @@ impl JobStore for SqliteStore {
                 "SELECT id FROM jobs WHERE (?1 IS NULL OR topic = ?1) AND (?2 IS NULL OR state = ?2) ORDER BY id DESC LIMIT ?3",
             )
             .and_then(|mut s| s.query_map(params![filter.topic, state, limit], |r| r.get(0))?.collect())
-            .map_err(err("list"))?
+            .map_err(self.err("list"))?
         };
         let ended_ids: Vec<i64> = if state.is_some_and(|s| s != -1) {
             Vec::new()
@@ -542,12 +565,12 @@ impl JobStore for SqliteStore {
                  AND job_id NOT IN (SELECT id FROM jobs) ORDER BY job_id DESC LIMIT ?2",
             )
             .and_then(|mut s| s.query_map(params![filter.topic, limit], |r| r.get(0))?.collect())
-            .map_err(err("list"))?
+            .map_err(self.err("list"))?
         };
         let mut ids: Vec<i64> = live_ids.into_iter().chain(ended_ids).collect();
         ids.sort_unstable_by(|a, b| b.cmp(a));
         ids.truncate(limit as usize);
-        ids.into_iter().filter_map(|id| get_record(&conn, id, false).map_err(err("list")).transpose()).collect()
+        ids.into_iter().filter_map(|id| get_record(&conn, id, false).map_err(self.err("list")).transpose()).collect()
     }
 
     fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
@@ -555,8 +578,8 @@ impl JobStore for SqliteStore {
         let rows = conn
             .prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE open_incident = 1 ORDER BY job_id"))
             .and_then(|mut s| s.query_map([], outcome_row)?.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(err("incidents"))?;
-        rows.into_iter().map(record_of).collect::<rusqlite::Result<_>>().map_err(err("incidents"))
+            .map_err(self.err("incidents"))?;
+        rows.into_iter().map(record_of).collect::<rusqlite::Result<_>>().map_err(self.err("incidents"))
     }
 
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
@@ -565,7 +588,7 @@ impl JobStore for SqliteStore {
             .and_then(|mut s| {
                 s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|(o, _, _)| o))?.collect()
             })
-            .map_err(err("outcomes"))
+            .map_err(self.err("outcomes"))
     }
 
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
@@ -573,7 +596,33 @@ impl JobStore for SqliteStore {
         let rows: Vec<(String, i64, i64)> = conn
             .prepare_cached("SELECT topic, state, count(*) FROM jobs GROUP BY topic, state ORDER BY topic")
             .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
-            .map_err(err("depths"))?;
+            .map_err(self.err("depths"))?;
         Ok(depths_of(rows))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use husk::store::StoreError;
+
+    use super::{Durability, SqliteStore};
+
+    #[test]
+    fn open_tells_a_file_that_is_no_database_from_one_a_newer_husk_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("garbage.db");
+        std::fs::write(&garbage, vec![0x5a; 8192]).unwrap();
+        let error = SqliteStore::open(&garbage, Durability::Normal).map(|_| ()).unwrap_err();
+        assert!(matches!(error, StoreError::Corrupt { .. }) && !error.is_retryable(), "{error:?}");
+        assert!(error.to_string().contains(&garbage.display().to_string()), "{error}");
+
+        let newer = dir.path().join("newer.db");
+        rusqlite::Connection::open(&newer).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();
+        let error = SqliteStore::open(&newer, Durability::Normal).map(|_| ()).unwrap_err();
+        assert!(matches!(error, StoreError::NewerSchema { version: 99, .. }), "{error:?}");
+
+        let unreachable = garbage.join("under-a-file.db");
+        let error = SqliteStore::open(&unreachable, Durability::Normal).map(|_| ()).unwrap_err();
+        assert!(matches!(error, StoreError::Unavailable { .. }) && error.is_retryable(), "{error:?}");
     }
 }

@@ -2,7 +2,8 @@
 //! manual clock in tests (backoff gates, lock expiry and timed wakes are then
 //! driven by the test, never by sleeping).
 
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use parking_lot::{Condvar, Mutex};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
 /// A source of the current time that can also wake waiters when time moves.
@@ -90,8 +91,8 @@ impl ManualClock {
         });
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, ManualInner> {
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, ManualInner> {
+        self.inner.lock()
     }
 }
 
@@ -127,12 +128,12 @@ impl Notifier {
     /// The current generation: pass it to [`Notifier::wait`] to sleep until
     /// something changes after this point.
     pub fn generation(&self) -> u64 {
-        *self.generation.lock().unwrap_or_else(|p| p.into_inner())
+        *self.generation.lock()
     }
 
     /// Wakes every waiter.
     pub fn notify(&self) {
-        let mut generation = self.generation.lock().unwrap_or_else(|p| p.into_inner());
+        let mut generation = self.generation.lock();
         *generation = generation.wrapping_add(1);
         self.changed.notify_all();
     }
@@ -140,11 +141,10 @@ impl Notifier {
     /// Sleeps until the generation differs from `seen`, or `timeout` (real
     /// time) passes; `None` waits without a timeout.
     pub fn wait(&self, seen: u64, timeout: Option<Duration>) {
-        let generation = self.generation.lock().unwrap_or_else(|p| p.into_inner());
-        // A poisoned lock only means another waiter panicked; the wait is over.
+        let mut generation = self.generation.lock();
         match timeout {
-            Some(timeout) => drop(self.changed.wait_timeout_while(generation, timeout, |g| *g == seen)),
-            None => drop(self.changed.wait_while(generation, |g| *g == seen)),
+            Some(timeout) => drop(self.changed.wait_while_for(&mut generation, |g| *g == seen, timeout)),
+            None => self.changed.wait_while(&mut generation, |g| *g == seen),
         }
     }
 }

@@ -13,8 +13,9 @@
 //! version, or one with no version, is refused at load with the import named
 //! as the component wrote it.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use wasmtime::component::{Component, HasData, HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView as _};
@@ -267,7 +268,7 @@ impl Linkers {
     /// How many distinct linkers were built.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.by_set.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.by_set.lock().len()
     }
 
     /// The linker of exactly the interfaces `component` imports, built on
@@ -286,7 +287,7 @@ impl Linkers {
             set |= 1 << resolve(import)?;
             imports.push(import.to_owned());
         }
-        let mut by_set = self.by_set.lock().unwrap_or_else(|p| p.into_inner());
+        let mut by_set = self.by_set.lock();
         let linker = match by_set.get(&set) {
             Some(linker) => linker.clone(),
             None => {

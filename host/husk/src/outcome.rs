@@ -1,7 +1,7 @@
 //! Terminal outcomes: the only thing that leaves the dispatcher, exactly
 //! once per job.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -106,12 +106,12 @@ impl CollectingSink {
 
     /// Every outcome delivered so far, in delivery order.
     pub fn outcomes(&self) -> Vec<TerminalOutcome> {
-        self.outcomes.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.outcomes.lock().clone()
     }
 
     /// How many outcomes were delivered.
     pub fn len(&self) -> usize {
-        self.outcomes.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.outcomes.lock().len()
     }
 
     /// Whether nothing was delivered.
@@ -122,7 +122,7 @@ impl CollectingSink {
 
 impl OutcomeSink for CollectingSink {
     fn deliver(&self, outcome: &TerminalOutcome) {
-        self.outcomes.lock().unwrap_or_else(|p| p.into_inner()).push(outcome.clone());
+        self.outcomes.lock().push(outcome.clone());
     }
 }
 

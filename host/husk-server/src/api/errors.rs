@@ -10,11 +10,13 @@
 //! | 409 | `not-an-incident` | retrying a job that is not an open incident |
 //! | 409 | `no-rollback` | no version to roll back to |
 //! | 409 | `not-a-plugin-topic` | deploying to a topic run by native code |
+//! | 409 | `store-conflict` | the store met a concurrent write: try again |
 //! | 413 | `payload-too-large` | a body above the configured limit |
 //! | 422 | `invalid-plugin` | a deployed component that fails validation |
 //! | 429 | `quota-exceeded` | the tenant's `max_queued` is reached |
 //! | 500 | `internal` | husk failed |
-//! | 503 | `store-unavailable` | the store failed |
+//! | 500 | `store-failed` | the store failed in a way that will not pass by itself (a corrupt value, a schema from a newer husk) |
+//! | 503 | `store-unavailable` | the store cannot be reached or is busy: try again |
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -75,8 +77,13 @@ impl IntoResponse for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
-        tracing::error!(%error, "store failed during a request");
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "store-unavailable", error.to_string())
+        tracing::error!(%error, retryable = error.is_retryable(), "store failed during a request");
+        let (status, kind) = match &error {
+            StoreError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "store-unavailable"),
+            StoreError::Conflict { .. } => (StatusCode::CONFLICT, "store-conflict"),
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "store-failed"),
+        };
+        Self::new(status, kind, error.to_string())
     }
 }
 
@@ -84,6 +91,9 @@ impl From<EnqueueError> for ApiError {
     fn from(error: EnqueueError) -> Self {
         match error {
             EnqueueError::UnknownTopic(topic) => Self::unknown_topic(&topic),
+            EnqueueError::QuotaExceeded { .. } => {
+                Self::new(StatusCode::TOO_MANY_REQUESTS, "quota-exceeded", error.to_string())
+            }
             EnqueueError::Store(error) => error.into(),
         }
     }

@@ -36,33 +36,7 @@ pub(super) async fn enqueue(
     api.own_topic(&caller.tenant, &topic)?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::malformed_json(&e))?;
     let key = idempotency_key(&headers)?.map(|key| format!("{}:{topic}/{key}", topic.len()));
-    let enqueued = blocking(move || {
-        let quota = api.host.quota(&caller.tenant);
-        let mut check = api.queue_checks.get(&caller.tenant).map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
-        if let (Some(max), Some(check)) = (quota.max_queued, check.as_deref_mut()) {
-            let topics = api.topics_of(&caller.tenant);
-            let snapshot = api.host.snapshot();
-            let live = check.live(snapshot.totals.enqueued, &snapshot.depths, &topics, max, || {
-                api.host.dispatcher().store().depths()
-            })?;
-            if live >= max {
-                return Err(ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "quota-exceeded",
-                    format!("tenant `{}` has {live} live jobs, its max_queued is {max}", caller.tenant),
-                ));
-            }
-        }
-        let enqueued = api.host.dispatcher().enqueue_keyed(&topic, body, key)?;
-        if let Some(check) = check.as_deref_mut()
-            && enqueued.created
-        {
-            check.added(api.host.dispatcher().enqueued());
-        }
-        drop(check);
-        Ok((enqueued, topic))
-    })
-    .await;
+    let enqueued = blocking(move || Ok((api.host.enqueue_keyed(&topic, body, key)?, topic))).await;
     let (enqueued, topic) = enqueued?;
     let status = if enqueued.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(json!({ "id": enqueued.id, "topic": topic, "created": enqueued.created }))))

@@ -12,8 +12,7 @@ mod jobs;
 mod outcomes;
 mod plugins;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{FromRequestParts, State};
@@ -31,7 +30,6 @@ pub use outcomes::OutcomeFeed;
 use crate::metrics::Metrics;
 use crate::tokens::Tenants;
 use husk::host::Host;
-use husk::quota::QueueCheck;
 
 /// Limits of request bodies.
 #[derive(Debug, Clone, Copy)]
@@ -49,10 +47,6 @@ pub struct Api {
     metrics: Arc<Metrics>,
     feed: Arc<OutcomeFeed>,
     limits: BodyLimits,
-    /// Each tenant's `max_queued` check; its mutex serializes the tenant's
-    /// enqueues while it is checked, so two requests cannot both take the
-    /// last slot (in this process).
-    queue_checks: HashMap<String, Mutex<QueueCheck>>,
 }
 
 impl std::fmt::Debug for Api {
@@ -70,12 +64,7 @@ impl Api {
         feed: Arc<OutcomeFeed>,
         limits: BodyLimits,
     ) -> Self {
-        let queue_checks = host
-            .topics()
-            .filter_map(|t| t.tenant())
-            .map(|tenant| (tenant.to_owned(), Mutex::new(QueueCheck::default())))
-            .collect();
-        Self { host, tenants, metrics, feed, limits, queue_checks }
+        Self { host, tenants, metrics, feed, limits }
     }
 
     /// The tenant owning `topic`, if it is `tenant`: anything else reads as

@@ -9,9 +9,10 @@
 
 mod stats;
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
@@ -47,6 +48,16 @@ pub enum EnqueueError {
     /// The topic is not registered.
     #[error("unknown topic `{0}`")]
     UnknownTopic(String),
+    /// The topic's tenant has its `max_queued` live jobs already.
+    #[error("tenant `{tenant}` has {live} live jobs, its max_queued is {max}")]
+    QuotaExceeded {
+        /// The tenant.
+        tenant: String,
+        /// Its live jobs (queued, gated or running), as counted.
+        live: u64,
+        /// Its `max_queued`.
+        max: u64,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -127,11 +138,11 @@ impl Dispatcher {
 
     /// Registers (or replaces) a topic and its policy.
     pub fn set_topic(&self, topic: impl Into<String>, policy: TopicPolicy) {
-        self.topics.write().unwrap_or_else(|p| p.into_inner()).insert(topic.into(), Arc::new(policy));
+        self.topics.write().insert(topic.into(), Arc::new(policy));
     }
 
     fn topic(&self, topic: &str) -> Option<Arc<TopicPolicy>> {
-        self.topics.read().unwrap_or_else(|p| p.into_inner()).get(topic).cloned()
+        self.topics.read().get(topic).cloned()
     }
 
     /// The retry policy a new job of `topic` gets: the topic's over the
@@ -481,8 +492,8 @@ struct RunningJobs {
 }
 
 impl RunningJobs {
-    fn shard(&self, job: JobId) -> std::sync::MutexGuard<'_, HashMap<JobId, CancelToken>> {
-        self.shards[(job.0 % 16) as usize].lock().unwrap_or_else(|p| p.into_inner())
+    fn shard(&self, job: JobId) -> parking_lot::MutexGuard<'_, HashMap<JobId, CancelToken>> {
+        self.shards[(job.0 % 16) as usize].lock()
     }
 
     fn register(&self, job: JobId) -> CancelToken {
@@ -509,7 +520,7 @@ impl RunningJobs {
 
     fn cancel_all(&self) {
         for shard in &self.shards {
-            shard.lock().unwrap_or_else(|p| p.into_inner()).values().for_each(CancelToken::cancel);
+            shard.lock().values().for_each(CancelToken::cancel);
         }
     }
 }

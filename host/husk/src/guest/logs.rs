@@ -1,10 +1,11 @@
 //! Guest logs: the `log` import and the guest's stdout/stderr, written to
 //! `tracing` under the target `husk::guest`, with a per-job byte cap.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use serde::Serialize;
@@ -109,8 +110,8 @@ impl JobLog {
         GuestOutput { log: self.clone(), source_stderr: true }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Inner> {
+        self.inner.lock()
     }
 
     /// Bytes written to stdout or stderr: whole lines go to the log.

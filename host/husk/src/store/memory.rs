@@ -8,8 +8,8 @@
 //! process. A key whose job was forgotten still enqueues nothing and names
 //! that job, which `get` no longer finds.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, VecDeque};
-use std::sync::{Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -114,7 +114,7 @@ impl MemoryStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner.lock()
     }
 }
 

@@ -1,0 +1,424 @@
+//! The embedding API: build a host with a store, a clock, an outcome sink
+//! and topics (each a plugin or a native handler, with its limits, retry
+//! policy and error mapper), then enqueue jobs and receive terminal
+//! outcomes.
+
+mod deploy;
+mod topic;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+pub use deploy::DeployError;
+pub use topic::{MapperSpec, OperatorFile, PluginSource, Topic};
+use topic::{Runner, load_mapper};
+
+use crate::classify::RuleError;
+use crate::clock::{Clock, SystemClock};
+use crate::dispatch::{Dispatcher, EnqueueError, Snapshot, TopicPolicy};
+use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::outcome::{NullSink, OutcomeSink};
+use crate::plugin::{PluginError, World};
+use crate::quota::{ConcurrencyGate, QueueCheck, Quota};
+use crate::retry::RetryPolicySpec;
+use crate::sandbox::Sandbox;
+use crate::store::{CancelResult, Enqueued, JobId, JobStore, MemoryStore, StoreError};
+use crate::versions::VersionLog;
+use crate::worker::{AttemptObserver, Handler, PoolHooks, WasmHandler, WorkerPool};
+
+/// Why a host could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The engine could not be built.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// A topic's plugin or mapper could not be loaded.
+    #[error("topic `{topic}`: {error}")]
+    Plugin {
+        /// The topic.
+        topic: String,
+        /// Why (in the message, not a separate cause).
+        error: PluginError,
+    },
+    /// A topic's rules are invalid.
+    #[error("topic `{topic}`: {error}")]
+    Rules {
+        /// The topic.
+        topic: String,
+        /// Why (in the message, not a separate cause).
+        error: RuleError,
+    },
+    /// Two topics have the same name.
+    #[error("topic `{0}` is registered twice")]
+    DuplicateTopic(String),
+    /// The topic classifies with its own plugin (`MapperSpec::SamePlugin`),
+    /// which does not export `classify`.
+    #[error("topic `{0}`: its plugin does not export `classify`")]
+    NoClassify(String),
+    /// The host functions could not be linked (a bug in husk, not an input
+    /// error).
+    #[error("linking host functions: {0:#}")]
+    Link(wasmtime::Error),
+    /// A worker thread could not be started.
+    #[error("starting workers: {0}")]
+    Workers(std::io::Error),
+}
+
+/// Builds a [`Host`]; see [`Host::builder`] for the defaults.
+#[must_use]
+pub struct HostBuilder {
+    store: Arc<dyn JobStore>,
+    clock: Arc<dyn Clock>,
+    sink: Arc<dyn OutcomeSink>,
+    engine: EngineConfig,
+    default_retry: Option<RetryPolicySpec>,
+    topics: Vec<Topic>,
+    quotas: HashMap<String, Quota>,
+    observer: Option<Arc<dyn AttemptObserver>>,
+    start_workers: bool,
+}
+
+impl HostBuilder {
+    /// Sets the job store.
+    pub fn store(mut self, store: Arc<dyn JobStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Sets the clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the sink of terminal outcomes.
+    pub fn sink(mut self, sink: Arc<dyn OutcomeSink>) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    /// Sets the engine configuration.
+    pub fn engine(mut self, engine: EngineConfig) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// Sets the engine-wide default retry policy.
+    pub fn default_retry(mut self, retry: RetryPolicySpec) -> Self {
+        self.default_retry = Some(retry);
+        self
+    }
+
+    /// Adds a topic.
+    pub fn topic(mut self, topic: Topic) -> Self {
+        self.topics.push(topic);
+        self
+    }
+
+    /// Sets a tenant's quota (its topics name it with [`Topic::with_tenant`]).
+    pub fn quota(mut self, tenant: impl Into<String>, quota: Quota) -> Self {
+        self.quotas.insert(tenant.into(), quota);
+        self
+    }
+
+    /// Sets the observer told of every attempt (metrics).
+    pub fn observer(mut self, observer: Arc<dyn AttemptObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Whether `build` starts the worker pools (default `true`); without
+    /// them, jobs wait until [`Host::start_workers`].
+    pub fn start_workers(mut self, start: bool) -> Self {
+        self.start_workers = start;
+        self
+    }
+
+    /// Loads and validates every plugin, registers the topics and starts
+    /// the worker pools.
+    ///
+    /// # Errors
+    ///
+    /// [`HostError`] naming the topic whose plugin, mapper or rules are bad.
+    pub fn build(self) -> Result<Host, HostError> {
+        let fuel = self.topics.iter().any(|t| t.limits.fuel.is_some());
+        let engine = Engine::new(EngineConfig { fuel: self.engine.fuel || fuel, ..self.engine })?;
+        let sandbox = Sandbox::new(engine).map_err(HostError::Link)?;
+        let dispatcher = Dispatcher::new(self.store, self.clock, self.sink, self.default_retry);
+        let gates: HashMap<String, Arc<ConcurrencyGate>> = self
+            .quotas
+            .iter()
+            .filter_map(|(tenant, quota)| Some((tenant.clone(), Arc::new(ConcurrencyGate::new(quota.max_concurrent?)))))
+            .collect();
+        let mut runtimes: Vec<TopicRuntime> = Vec::new();
+        for topic in &self.topics {
+            if runtimes.iter().any(|r| r.topic.name == topic.name) {
+                return Err(HostError::DuplicateTopic(topic.name.clone()));
+            }
+            let (handler, wasm, own_plugin) = match &topic.runner {
+                Runner::Native(handler) => (handler.clone(), None, None),
+                Runner::Wasm(source) => {
+                    let plugin = source
+                        .load(&sandbox, World::Operation)
+                        .map_err(|error| HostError::Plugin { topic: topic.name.clone(), error })?;
+                    let handler = Arc::new(WasmHandler::new(sandbox.clone(), plugin.clone(), topic.limits.clone()));
+                    (handler.clone() as Arc<dyn Handler>, Some(handler), Some(plugin))
+                }
+            };
+            let mapper = load_mapper(&sandbox, topic, own_plugin.as_ref())?;
+            dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper });
+            let gate = topic.tenant.as_ref().and_then(|t| gates.get(t)).cloned();
+            let hooks = PoolHooks { gate, observer: self.observer.clone() };
+            let versions = own_plugin.map(|p| Mutex::new(VersionLog::new(p, dispatcher.clock().now())));
+            runtimes.push(TopicRuntime { topic: topic.clone(), handler, wasm, versions, hooks });
+        }
+        let queue_checks = self
+            .quotas
+            .iter()
+            .filter(|(_, quota)| quota.max_queued.is_some())
+            .map(|(tenant, _)| (tenant.clone(), Mutex::new(QueueCheck::default())))
+            .collect();
+        let host = Host {
+            dispatcher,
+            sandbox,
+            runtimes,
+            quotas: self.quotas,
+            queue_checks,
+            pools: Mutex::new(Vec::new()),
+            publisher: Mutex::new(None),
+            stopping: Arc::new(AtomicBool::new(false)),
+        };
+        if self.start_workers {
+            host.start_workers().map_err(HostError::Workers)?;
+        }
+        Ok(host)
+    }
+}
+
+/// A registered topic: what runs its jobs, its versions, its pool's hooks.
+struct TopicRuntime {
+    topic: Topic,
+    handler: Arc<dyn Handler>,
+    /// The same handler when it runs Wasm (it can be swapped).
+    wasm: Option<Arc<WasmHandler>>,
+    /// The versions deployed; the mutex also orders swaps.
+    versions: Option<Mutex<VersionLog>>,
+    hooks: PoolHooks,
+}
+
+/// A running husk: the dispatcher and the worker pools of its topics.
+pub struct Host {
+    dispatcher: Arc<Dispatcher>,
+    sandbox: Sandbox,
+    runtimes: Vec<TopicRuntime>,
+    quotas: HashMap<String, Quota>,
+    /// The `max_queued` check of each tenant that has one; its mutex
+    /// serializes the tenant's enqueues while it is checked, so two cannot
+    /// both take the last slot (in this process).
+    queue_checks: HashMap<String, Mutex<QueueCheck>>,
+    pools: Mutex<Vec<WorkerPool>>,
+    publisher: Mutex<Option<JoinHandle<()>>>,
+    stopping: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("dispatcher", &self.dispatcher).finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// A builder with these defaults: an in-memory store
+    /// ([`MemoryStore`]), the system clock, a sink that drops outcomes
+    /// ([`NullSink`]), [`EngineConfig::default`] (fuel turned on when any
+    /// topic sets a fuel budget), the built-in retry default (3 attempts,
+    /// exponential with jitter), no topics, workers started by `build`.
+    pub fn builder() -> HostBuilder {
+        HostBuilder {
+            store: Arc::new(MemoryStore::new()),
+            clock: Arc::new(SystemClock),
+            sink: Arc::new(NullSink),
+            engine: EngineConfig::default(),
+            default_retry: None,
+            topics: Vec::new(),
+            quotas: HashMap::new(),
+            observer: None,
+            start_workers: true,
+        }
+    }
+
+    /// The dispatcher.
+    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
+    }
+
+    /// The sandbox jobs run in.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Enqueues a job, within its tenant's `max_queued`.
+    ///
+    /// # Errors
+    ///
+    /// [`EnqueueError`] for an unknown topic, a tenant at its `max_queued`,
+    /// or a store failure; nothing is enqueued then.
+    pub fn enqueue(&self, topic: &str, input: impl Into<Vec<u8>>) -> Result<JobId, EnqueueError> {
+        Ok(self.enqueue_keyed(topic, input.into(), None)?.id)
+    }
+
+    /// Enqueues a job with an idempotency key: the same `key` returns the
+    /// job it first enqueued instead of another (`created: false`). A job
+    /// counts against its tenant's `max_queued` (live jobs: queued, gated or
+    /// running) — estimated from the last published snapshot plus this
+    /// process's enqueues since, counted exactly within a tenth of the
+    /// limit (see [`QueueCheck`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::enqueue`].
+    pub fn enqueue_keyed(&self, topic: &str, input: Vec<u8>, key: Option<String>) -> Result<Enqueued, EnqueueError> {
+        let tenant = self.runtimes.iter().find(|r| r.topic.name == topic).and_then(|r| r.topic.tenant.as_deref());
+        let (Some(tenant), Some(max)) = (tenant, tenant.and_then(|t| self.quota(t).max_queued)) else {
+            return self.dispatcher.enqueue_keyed(topic, input, key);
+        };
+        let Some(check) = self.queue_checks.get(tenant) else {
+            return self.dispatcher.enqueue_keyed(topic, input, key);
+        };
+        let mut check = check.lock();
+        let topics: Vec<String> =
+            self.topics().filter(|t| t.tenant() == Some(tenant)).map(|t| t.name().to_owned()).collect();
+        let snapshot = self.dispatcher.snapshot();
+        let live = check
+            .live(snapshot.totals.enqueued, &snapshot.depths, &topics, max, || self.dispatcher.store().depths())?;
+        if live >= max {
+            return Err(EnqueueError::QuotaExceeded { tenant: tenant.to_owned(), live, max });
+        }
+        let enqueued = self.dispatcher.enqueue_keyed(topic, input, key)?;
+        if enqueued.created {
+            check.added(self.dispatcher.enqueued());
+        }
+        Ok(enqueued)
+    }
+
+    /// Cancels a job.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn cancel(&self, id: JobId) -> Result<CancelResult, StoreError> {
+        self.dispatcher.cancel(id)
+    }
+
+    /// The last published snapshot (refreshed every second while workers run: it counts
+    /// the store's live jobs, which costs a scan of them).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.dispatcher.snapshot()
+    }
+
+    /// The registered topics.
+    pub fn topics(&self) -> impl Iterator<Item = &Topic> {
+        self.runtimes.iter().map(|r| &r.topic)
+    }
+
+    /// A tenant's quota (unlimited when none was set).
+    pub fn quota(&self, tenant: &str) -> Quota {
+        self.quotas.get(tenant).copied().unwrap_or_default()
+    }
+
+    /// Running jobs of a tenant counted by its concurrency gate, and the
+    /// limit; `None` when the tenant has no `max_concurrent`.
+    pub fn concurrency(&self, tenant: &str) -> Option<(usize, usize)> {
+        self.runtimes
+            .iter()
+            .filter(|r| r.topic.tenant.as_deref() == Some(tenant))
+            .find_map(|r| r.hooks.gate.as_ref())
+            .map(|g| (g.in_use(), g.limit()))
+    }
+
+    /// Starts the worker pools (and the snapshot publisher), if not started.
+    ///
+    /// # Errors
+    ///
+    /// When a thread cannot be spawned.
+    pub fn start_workers(&self) -> std::io::Result<()> {
+        let mut pools = self.pools.lock();
+        if !pools.is_empty() {
+            return Ok(());
+        }
+        for runtime in &self.runtimes {
+            let (topic, handler) = (&runtime.topic, runtime.handler.clone());
+            let config = topic.pool_config();
+            pools.push(WorkerPool::start_with(
+                self.dispatcher.clone(),
+                &topic.name,
+                handler,
+                &config,
+                runtime.hooks.clone(),
+            )?);
+        }
+        let (dispatcher, stopping) = (self.dispatcher.clone(), self.stopping.clone());
+        let publisher = std::thread::Builder::new().name("husk-snapshot".into()).spawn(move || {
+            while !stopping.load(Ordering::Acquire) {
+                if let Err(error) = dispatcher.publish_snapshot() {
+                    tracing::warn!(%error, "publishing the status snapshot failed");
+                }
+                // Unparked by `shutdown_within`.
+                std::thread::park_timeout(Duration::from_secs(1));
+            }
+        })?;
+        *self.publisher.lock() = Some(publisher);
+        Ok(())
+    }
+
+    /// Stops fetching, lets running jobs finish, and joins every thread.
+    pub fn shutdown(&self) {
+        self.shutdown_within(None);
+    }
+
+    /// A graceful shutdown: stops fetching, lets running jobs finish for up
+    /// to `grace` (`None`: as long as they take), then interrupts the rest.
+    /// Jobs interrupted, and jobs fetched but not started, are released to
+    /// the store on the attempt they were on, which is not spent. Returns
+    /// whether every job finished within the grace period.
+    pub fn shutdown_within(&self, grace: Option<Duration>) -> bool {
+        self.stopping.store(true, Ordering::Release);
+        let pools = std::mem::take(&mut *self.pools.lock());
+        self.dispatcher.shut_down();
+        pools.iter().for_each(WorkerPool::begin_stop);
+        let mut in_time = true;
+        if let Some(grace) = grace {
+            let deadline = std::time::Instant::now() + grace;
+            while !pools.iter().all(WorkerPool::is_finished) {
+                if std::time::Instant::now() >= deadline {
+                    in_time = false;
+                    tracing::warn!(?grace, "grace period over: interrupting running jobs and releasing them");
+                    self.dispatcher.interrupt_running();
+                    break;
+                }
+                // Real time on purpose: a shutdown waits for real threads.
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        for pool in pools {
+            pool.stop();
+        }
+        if let Some(publisher) = self.publisher.lock().take() {
+            publisher.thread().unpark();
+            let _ = publisher.join();
+        }
+        in_time
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
