@@ -1,0 +1,101 @@
+//! The schema: its migrations, applied at open under an advisory lock.
+
+use postgres::Client;
+
+use husk::store::sql::SCHEMA_VERSION;
+
+/// Migration `i` takes a database from schema `i` to `i + 1` (see
+/// [`SCHEMA_VERSION`]); opening applies those past `husk_meta`'s
+/// `schema_version`, in one transaction.
+pub(crate) const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    r#"
+CREATE TABLE husk_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
+INSERT INTO husk_meta (key, value) VALUES ('schema_version', 0), ('outcome_seq', 0);
+CREATE SEQUENCE husk_lock_tokens;
+CREATE TABLE husk_jobs (
+    id               BIGSERIAL PRIMARY KEY,
+    generation       INTEGER  NOT NULL DEFAULT 0,
+    topic            TEXT     NOT NULL,
+    input            BYTEA    NOT NULL,
+    policy           TEXT     NOT NULL,
+    attempt          BIGINT   NOT NULL,
+    state            BIGINT   NOT NULL,
+    not_before       BIGINT,
+    lock_worker      TEXT,
+    lock_token       BIGINT,
+    lock_expires_at  BIGINT,
+    last_fault       TEXT,
+    cancel_requested BOOLEAN  NOT NULL DEFAULT FALSE,
+    enqueued_at      BIGINT   NOT NULL
+);
+CREATE INDEX husk_jobs_ready ON husk_jobs (topic, id) WHERE state = 0;
+CREATE INDEX husk_jobs_gates ON husk_jobs (not_before) WHERE state = 1;
+CREATE INDEX husk_jobs_locks ON husk_jobs (lock_expires_at) WHERE state = 2;
+CREATE TABLE husk_outcomes (
+    seq           BIGINT  PRIMARY KEY,
+    job_id        BIGINT  NOT NULL,
+    generation    INTEGER NOT NULL,
+    topic         TEXT    NOT NULL,
+    attempts      BIGINT  NOT NULL,
+    enqueued_at   BIGINT  NOT NULL,
+    finished_at   BIGINT  NOT NULL,
+    outcome       TEXT    NOT NULL,
+    policy        TEXT    NOT NULL,
+    last_fault    TEXT,
+    open_incident BOOLEAN NOT NULL,
+    input         BYTEA,
+    UNIQUE (job_id, generation)
+);
+CREATE INDEX husk_outcomes_incidents ON husk_outcomes (job_id) WHERE open_incident;
+"#,
+    // 2: attempt histories (JSON arrays of `AttemptRecord`s) and
+    // idempotency keys (kept after their job ends, so not on its row).
+    // Histories are TEXT appended as text, not JSONB: JSONB refuses `\u0000`,
+    // which a guest's fault body may hold, and would re-parse the whole
+    // history on every append.
+    r#"
+ALTER TABLE husk_jobs ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE husk_outcomes ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE husk_keys (key TEXT PRIMARY KEY, job_id BIGINT NOT NULL);
+CREATE FUNCTION husk_append(history TEXT, more TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN more = '[]' THEN history
+                WHEN history = '[]' THEN more
+                ELSE left(history, -1) || ',' || substr(more, 2) END
+$$;
+"#,
+];
+
+/// Key of the advisory lock that serializes migrations of concurrent starts.
+pub(crate) const MIGRATION_LOCK: i64 = 0x6875_736b_0001;
+
+#[derive(Debug)]
+pub(crate) enum MigrateError {
+    Newer(i64),
+    Db(postgres::Error),
+}
+
+impl From<postgres::Error> for MigrateError {
+    fn from(e: postgres::Error) -> Self {
+        MigrateError::Db(e)
+    }
+}
+
+pub(crate) fn migrate(client: &mut Client) -> Result<(), MigrateError> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    let exists: bool = tx.query_one("SELECT to_regclass('husk_meta') IS NOT NULL", &[])?.get(0);
+    let version: i64 = if exists {
+        tx.query_opt("SELECT value FROM husk_meta WHERE key = 'schema_version'", &[])?.map_or(0, |r| r.get(0))
+    } else {
+        0
+    };
+    if version > SCHEMA_VERSION {
+        return Err(MigrateError::Newer(version));
+    }
+    for migration in MIGRATIONS.iter().skip(version as usize) {
+        tx.batch_execute(migration)?;
+    }
+    tx.execute("UPDATE husk_meta SET value = $1 WHERE key = 'schema_version'", &[&SCHEMA_VERSION])?;
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,205 @@
+//! Pooled connections with their prepared statements, transactions, and
+//! failures named as [`StoreError`]s.
+
+use std::collections::HashMap;
+
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row, Statement};
+
+use husk::store::StoreError;
+
+use crate::{Channels, PostgresStore};
+
+/// A pooled connection with its prepared statements.
+pub(crate) struct PgConn {
+    pub(crate) client: Client,
+    pub(crate) statements: HashMap<&'static str, Statement>,
+}
+
+pub(crate) struct Manager {
+    pub(crate) config: postgres::Config,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = PgConn;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<PgConn, postgres::Error> {
+        Ok(PgConn { client: self.config.connect(NoTls)?, statements: HashMap::new() })
+    }
+
+    fn is_valid(&self, conn: &mut PgConn) -> Result<(), postgres::Error> {
+        conn.client.simple_query("").map(drop)
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.client.is_closed()
+    }
+}
+
+/// The prepared statement of `sql` on this connection, preparing it once.
+pub(crate) fn cached(
+    statements: &mut HashMap<&'static str, Statement>,
+    sql: &'static str,
+    prepare: impl FnOnce(&str) -> Result<Statement, postgres::Error>,
+) -> Result<Statement, postgres::Error> {
+    if let Some(statement) = statements.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = prepare(sql)?;
+    statements.insert(sql, statement.clone());
+    Ok(statement)
+}
+
+/// A transaction with the connection's statement cache.
+pub(crate) struct Tx<'a> {
+    pub(crate) tx: postgres::Transaction<'a>,
+    pub(crate) statements: &'a mut HashMap<&'static str, Statement>,
+}
+
+impl Tx<'_> {
+    pub(crate) fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+        cached(self.statements, sql, |sql| self.tx.prepare(sql))
+    }
+
+    pub(crate) fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.query(&statement, params)
+    }
+
+    pub(crate) fn query_one(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.query_one(&statement, params)
+    }
+
+    pub(crate) fn query_opt(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.query_opt(&statement, params)
+    }
+
+    pub(crate) fn execute(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.tx.execute(&statement, params)
+    }
+}
+
+/// What a statement returns.
+pub(crate) type QueryResult = Result<Vec<Row>, postgres::Error>;
+
+/// A failure inside a store method, before it is named.
+#[derive(Debug)]
+pub(crate) enum PgError {
+    Db(postgres::Error),
+    Json(serde_json::Error),
+    Pool(r2d2::Error),
+}
+
+impl From<postgres::Error> for PgError {
+    fn from(e: postgres::Error) -> Self {
+        PgError::Db(e)
+    }
+}
+
+impl From<serde_json::Error> for PgError {
+    fn from(e: serde_json::Error) -> Self {
+        PgError::Json(e)
+    }
+}
+
+/// A failure of `what` on `store`, of the kind a caller can act on: by the
+/// SQLSTATE class of a database error (08 connection, 53 resources, 57
+/// operator intervention: unavailable; 40 transaction rollback, 23 integrity
+/// constraint: conflict), a lost connection or a pool timeout unavailable,
+/// a stored value that does not decode corrupt.
+pub(crate) fn store_error(store: String, what: &str, error: PgError) -> StoreError {
+    match error {
+        PgError::Db(e) => {
+            let message = format!("{what}: {}", describe(&e));
+            match e.code().map(|code| &code.code()[..2]) {
+                Some("08" | "53" | "57") | None => StoreError::Unavailable { store, message },
+                Some("40" | "23") => StoreError::Conflict { store, message },
+                Some(_) => StoreError::Failed { store, message },
+            }
+        }
+        PgError::Json(e) => StoreError::Corrupt { store, message: format!("{what}: unreadable stored value: {e}") },
+        PgError::Pool(e) => StoreError::Unavailable { store, message: format!("{what}: {e}") },
+    }
+}
+
+/// One line for a driver error: the server's message when there is one,
+/// else the error and its causes.
+pub(crate) fn describe(error: &postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        return db.message().to_owned();
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl PostgresStore {
+    pub(crate) fn run<R>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<R, PgError>,
+    ) -> Result<R, StoreError> {
+        self.run_with(what, |tx, _| f(tx))
+    }
+
+    pub(crate) fn run_with<R>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut Tx<'_>, &Channels) -> Result<R, PgError>,
+    ) -> Result<R, StoreError> {
+        let fail = |e: PgError| self.fail(what, e);
+        let mut conn = self.pool.get().map_err(|e| fail(PgError::Pool(e)))?;
+        let PgConn { client, statements } = &mut *conn;
+        let tx = client.transaction().map_err(|e| fail(e.into()))?;
+        let mut tx = Tx { tx, statements };
+        let result = f(&mut tx, &self.channels).map_err(fail)?;
+        tx.tx.commit().map_err(|e| fail(e.into()))?;
+        Ok(result)
+    }
+
+    /// Runs `f` on a pooled connection without a transaction: each
+    /// statement `f` runs through its `query` commits on its own.
+    pub(crate) fn autocommit<R>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut dyn FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> QueryResult) -> Result<R, PgError>,
+    ) -> Result<R, StoreError> {
+        let mut conn = self.pool.get().map_err(|e| self.fail(what, PgError::Pool(e)))?;
+        let PgConn { client, statements } = &mut *conn;
+        f(&mut |sql, params| {
+            let statement = cached(statements, sql, |sql| client.prepare(sql))?;
+            client.query(&statement, params)
+        })
+        .map_err(|e| self.fail(what, e))
+    }
+
+    /// A store failure on one line, naming the store and the operation.
+    pub(crate) fn fail(&self, what: &str, error: PgError) -> StoreError {
+        store_error(format!("PostgreSQL store {}", self.name), what, error)
+    }
+}

@@ -1,0 +1,328 @@
+//! Reading rows into records, and the statements every store call shares:
+//! arming and ending jobs, claiming, taking idempotency keys, notifying.
+
+use std::collections::{HashMap, HashSet};
+use std::time::SystemTime;
+
+use postgres::Row;
+use postgres::types::ToSql;
+
+use husk::outcome::{Outcome, TerminalOutcome};
+use husk::store::sql::{
+    LiveRow, QUEUED, armed_state, history_of, live_columns, millis, outcome_columns, record_of_outcome, time, to_json,
+};
+use husk::store::{AttemptRecord, Enqueued, FetchRequest, JobId, JobRecord, Lock, LockedJob, NewJob};
+
+use crate::pool::{PgError, QueryResult, Tx};
+
+/// `SELECT <live columns> FROM husk_jobs` followed by `rest`, as a
+/// `&'static str` (statements are cached by their text).
+macro_rules! select_live {
+    ($rest:literal) => {
+        concat!("SELECT ", ::husk::store::sql::live_columns!(), " FROM husk_jobs ", $rest)
+    };
+}
+
+/// Same, for outcome rows.
+macro_rules! select_outcomes {
+    ($rest:literal) => {
+        concat!("SELECT ", ::husk::store::sql::outcome_columns!(), " FROM husk_outcomes ", $rest)
+    };
+}
+pub(crate) use {select_live, select_outcomes};
+
+pub(crate) fn live_row(row: &Row) -> LiveRow {
+    LiveRow {
+        id: row.get(0),
+        topic: row.get(1),
+        policy: row.get(2),
+        attempt: row.get(3),
+        state: row.get(4),
+        enqueued_at: row.get(5),
+        not_before: row.get(6),
+        last_fault: row.get(7),
+        cancel_requested: row.get(8),
+        lock_worker: row.get(9),
+        lock_token: row.get(10),
+        lock_expires_at: row.get(11),
+    }
+}
+
+pub(crate) fn outcome_row(row: &Row) -> Result<(TerminalOutcome, String, Option<String>), serde_json::Error> {
+    let outcome: String = row.get(6);
+    Ok((
+        TerminalOutcome {
+            seq: row.get::<_, i64>(0) as u64,
+            job_id: JobId(row.get::<_, i64>(1) as u64),
+            topic: row.get(2),
+            attempts: row.get::<_, i64>(3) as u32,
+            enqueued_at: time(row.get(4)),
+            finished_at: time(row.get(5)),
+            outcome: serde_json::from_str(&outcome)?,
+        },
+        row.get(7),
+        row.get(8),
+    ))
+}
+
+pub(crate) fn record_of(row: &Row) -> Result<JobRecord, serde_json::Error> {
+    let (outcome, policy, last_fault) = outcome_row(row)?;
+    record_of_outcome(outcome, &policy, last_fault.as_deref())
+}
+
+/// A live, unlocked job to put in the queue or behind its gate.
+pub(crate) struct Arm {
+    pub(crate) id: i64,
+    /// The attempt it will be on.
+    pub(crate) attempt: i64,
+    /// Its new last fault (JSON); `None` keeps the old one.
+    pub(crate) fault: Option<String>,
+    pub(crate) gate: Option<SystemTime>,
+    /// The attempt it spent, to append to its history.
+    pub(crate) spent: Option<AttemptRecord>,
+}
+
+/// A live job (its row locked by this transaction) to end.
+pub(crate) struct Ending {
+    pub(crate) job: LiveRow,
+    pub(crate) outcome: Outcome,
+    /// The attempt it spent, to append to its history.
+    pub(crate) spent: Option<AttemptRecord>,
+}
+
+/// `record` as JSON without its `attempt`: the members of the object after
+/// its opening brace, closing brace included, for a statement that writes
+/// `{"attempt":<the row's attempt>,` in front.
+pub(crate) fn members_but_attempt(record: &AttemptRecord) -> String {
+    let mut value = serde_json::to_value(record).expect("an attempt record serializes");
+    if let Some(members) = value.as_object_mut() {
+        members.remove("attempt");
+    }
+    let text = value.to_string();
+    text.strip_prefix('{').expect("a record is a JSON object").to_owned()
+}
+
+/// History entries to append (`husk_append`): a JSON array of none or one
+/// attempt.
+pub(crate) fn appended(spent: Option<&AttemptRecord>) -> String {
+    to_json(&spent.as_slice())
+}
+
+/// Arms jobs in one statement. Returns whether any became fetchable now.
+pub(crate) fn arm_all(tx: &mut Tx<'_>, arms: &[Arm], now: SystemTime) -> Result<bool, postgres::Error> {
+    if arms.is_empty() {
+        return Ok(false);
+    }
+    let ids: Vec<i64> = arms.iter().map(|a| a.id).collect();
+    let (states, gates): (Vec<i64>, Vec<Option<i64>>) = arms.iter().map(|a| armed_state(a.gate, now)).unzip();
+    let attempts: Vec<i64> = arms.iter().map(|a| a.attempt).collect();
+    let faults: Vec<Option<&str>> = arms.iter().map(|a| a.fault.as_deref()).collect();
+    let spent: Vec<String> = arms.iter().map(|a| appended(a.spent.as_ref())).collect();
+    tx.execute(
+        "UPDATE husk_jobs j SET state = a.state, not_before = a.not_before, attempt = a.attempt,
+                last_fault = COALESCE(a.fault, j.last_fault),
+                lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL,
+                history = husk_append(j.history, a.spent)
+         FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[])
+              AS a(id, state, not_before, attempt, fault, spent)
+         WHERE j.id = a.id",
+        &[&ids, &states, &gates, &attempts, &faults, &spent],
+    )?;
+    Ok(states.contains(&QUEUED))
+}
+
+/// Ends live jobs (rows already locked by this transaction): records their
+/// outcomes (with their histories) with the next `seq`s and deletes them
+/// from the live jobs. The `seq` counter row is locked last, and held until
+/// commit.
+pub(crate) fn end_all(
+    tx: &mut Tx<'_>,
+    endings: Vec<Ending>,
+    now: SystemTime,
+) -> Result<Vec<TerminalOutcome>, postgres::Error> {
+    if endings.is_empty() {
+        return Ok(Vec::new());
+    }
+    let count = endings.len() as i64;
+    let ids: Vec<i64> = endings.iter().map(|e| e.job.id).collect();
+    let offsets: Vec<i64> = (1..=count).collect();
+    let attempts: Vec<i64> = endings.iter().map(|e| i64::from(e.job.attempts_made())).collect();
+    let outcomes: Vec<String> = endings.iter().map(|e| to_json(&e.outcome)).collect();
+    let faults: Vec<Option<String>> = endings.iter().map(|e| e.job.outcome_fault(&e.outcome)).collect();
+    let incidents: Vec<bool> = endings.iter().map(|e| matches!(e.outcome, Outcome::Failed { .. })).collect();
+    let spent: Vec<String> = endings.iter().map(|e| appended(e.spent.as_ref())).collect();
+    // One round trip: take `count` seqs from the counter row (locked until
+    // commit), delete the jobs, insert their outcomes.
+    let row = tx.query_one(
+        "WITH counter AS (
+             UPDATE husk_meta SET value = value + $8 WHERE key = 'outcome_seq' RETURNING value - $8 AS base),
+         ended AS (
+             DELETE FROM husk_jobs WHERE id = ANY($1)
+             RETURNING id, generation, topic, enqueued_at, policy, input, history),
+         inserted AS (
+             INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at, outcome,
+                                        policy, last_fault, open_incident, input, history)
+             SELECT (SELECT base FROM counter) + r.pos, e.id, e.generation, e.topic, r.attempts, e.enqueued_at,
+                    $7, r.outcome, e.policy, r.last_fault, r.incident, CASE WHEN r.incident THEN e.input END,
+                    husk_append(e.history, r.spent)
+             FROM ended e
+             JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[], $9::text[])
+                  AS r(id, pos, attempts, outcome, last_fault, incident, spent) ON r.id = e.id
+             RETURNING 1)
+         SELECT (SELECT base FROM counter), (SELECT count(*) FROM inserted)",
+        &[&ids, &offsets, &attempts, &outcomes, &faults, &incidents, &millis(now), &count, &spent],
+    )?;
+    let (base, inserted): (i64, i64) = (row.get(0), row.get(1));
+    debug_assert_eq!(inserted, count, "every ended job was live and locked by this transaction");
+    let seqs: Vec<i64> = offsets.iter().map(|offset| base + offset).collect();
+    Ok(endings.into_iter().zip(seqs).map(|(e, seq)| e.job.terminal(seq, e.outcome, now)).collect())
+}
+
+/// Claims up to `request.max` jobs, topic by topic: queued jobs and gated
+/// jobs whose gate has passed, oldest first. `query` runs a statement (in a
+/// transaction or on its own).
+pub(crate) fn claim(
+    request: FetchRequest<'_>,
+    now: SystemTime,
+    mut query: impl FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> QueryResult,
+) -> Result<Vec<LockedJob>, PgError> {
+    let expires_at = now + request.lock_duration;
+    let mut jobs = Vec::new();
+    for topic in request.topics {
+        let remaining = request.max.saturating_sub(jobs.len());
+        if remaining == 0 {
+            break;
+        }
+        let claimed = query(
+            // One topic per claim: the (topic, id) index then yields ids in
+            // order and the LIMIT stops the scan. `= ANY(ARRAY(...))`, not a
+            // join: claimed ids are looked up by key (a join's generic plan
+            // scans the whole table). Claims commit asynchronously (see the
+            // module docs).
+            "WITH token AS (SELECT nextval('husk_lock_tokens') AS value,
+                                   set_config('synchronous_commit', 'off', true)),
+                  ready AS (SELECT id FROM husk_jobs WHERE state = 0 AND topic = $3
+                            ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),
+                  due AS (SELECT id FROM husk_jobs WHERE state = 1 AND not_before <= $5 AND topic = $3
+                          ORDER BY not_before LIMIT $4 FOR UPDATE SKIP LOCKED)
+             UPDATE husk_jobs SET state = 2, not_before = NULL, lock_worker = $1,
+                    lock_token = (SELECT value FROM token), lock_expires_at = $2
+             WHERE id = ANY(ARRAY(SELECT id FROM (SELECT id FROM ready UNION ALL SELECT id FROM due) c
+                                  ORDER BY id LIMIT $4))
+             RETURNING id, input, attempt, policy, enqueued_at, lock_token",
+            &[&request.worker, &millis(expires_at), topic, &(remaining as i64), &millis(now)],
+        )?;
+        for row in &claimed {
+            let policy: String = row.get(3);
+            jobs.push(LockedJob {
+                lock: Lock { job: JobId(row.get::<_, i64>(0) as u64), token: row.get::<_, i64>(5) as u64 },
+                topic: topic.clone(),
+                input: row.get(1),
+                attempt: row.get::<_, i64>(2) as u32,
+                policy: serde_json::from_str(&policy)?,
+                enqueued_at: time(row.get(4)),
+                lock_expires_at: expires_at,
+            });
+        }
+    }
+    jobs.sort_by_key(|j| j.lock.job);
+    Ok(jobs)
+}
+
+/// Takes the idempotency keys of `jobs` for their drawn ids (`results`),
+/// and marks each job whose key is taken (`created: false`, with the id of
+/// the job that has it): by an earlier job of this call, or in the table.
+///
+/// Of two transactions inserting one key, the second waits on the first's
+/// row until it commits (then does nothing, and reads the row: a new
+/// statement sees what committed before it) or rolls back (then takes the
+/// key). Keys are inserted in sorted order, so that enqueues with
+/// overlapping keys wait on each other in one order and never deadlock.
+pub(crate) fn take_keys(tx: &mut Tx<'_>, jobs: &[NewJob], results: &mut [Enqueued]) -> Result<(), postgres::Error> {
+    // The first job of this call with a key takes it for the others.
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (slot, job) in jobs.iter().enumerate() {
+        if let Some(key) = job.key.as_deref() {
+            first.entry(key).or_insert(slot);
+        }
+    }
+    let mut wanted: Vec<(&str, i64)> = first.iter().map(|(key, slot)| (*key, results[*slot].id.0 as i64)).collect();
+    wanted.sort_unstable();
+    let (keys, ids): (Vec<&str>, Vec<i64>) = wanted.into_iter().unzip();
+    let taken: HashSet<String> = tx
+        .query(
+            "INSERT INTO husk_keys (key, job_id) SELECT * FROM unnest($1::text[], $2::bigint[])
+             ON CONFLICT (key) DO NOTHING RETURNING key",
+            &[&keys, &ids],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let held: Vec<&str> = keys.into_iter().filter(|key| !taken.contains(*key)).collect();
+    let existing: HashMap<String, i64> = if held.is_empty() {
+        HashMap::new()
+    } else {
+        let rows = tx.query("SELECT key, job_id FROM husk_keys WHERE key = ANY($1)", &[&held])?;
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+    };
+    for (slot, job) in jobs.iter().enumerate() {
+        let Some(key) = job.key.as_deref() else { continue };
+        if let Some(&id) = existing.get(key) {
+            results[slot] = Enqueued { id: JobId(id as u64), created: false };
+        } else if first[key] != slot {
+            results[slot] = Enqueued { id: results[first[key]].id, created: false };
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn notify(tx: &mut Tx<'_>, channel: &str, payload: &str) -> Result<(), postgres::Error> {
+    tx.execute("SELECT pg_notify($1, $2)", &[&channel, &payload]).map(drop)
+}
+
+/// A job's record, live or ended; with its attempts when `with_attempts`
+/// (the `history` column read after the usual ones).
+pub(crate) fn get_record(tx: &mut Tx<'_>, id: i64, with_attempts: bool) -> Result<Option<JobRecord>, PgError> {
+    let attempts = |row: &Row, column: usize| -> Result<Vec<AttemptRecord>, serde_json::Error> {
+        if with_attempts { history_of(row.get(column)) } else { Ok(Vec::new()) }
+    };
+    let live = match with_attempts {
+        true => concat!("SELECT ", live_columns!(), ", history FROM husk_jobs WHERE id = $1"),
+        false => select_live!("WHERE id = $1"),
+    };
+    if let Some(row) = tx.query_opt(live, &[&id])? {
+        return Ok(Some(JobRecord { attempts: attempts(&row, 12)?, ..live_row(&row).record()? }));
+    }
+    let ended = match with_attempts {
+        true => concat!(
+            "SELECT ",
+            outcome_columns!(),
+            ", history FROM husk_outcomes WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"
+        ),
+        false => select_outcomes!("WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"),
+    };
+    let Some(row) = tx.query_opt(ended, &[&id])? else { return Ok(None) };
+    Ok(Some(JobRecord { attempts: attempts(&row, 9)?, ..record_of(&row)? }))
+}
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use husk::fault::Fault;
+    use husk::store::AttemptRecord;
+
+    use super::members_but_attempt;
+
+    #[test]
+    pub(crate) fn a_record_written_behind_the_rows_attempt_reads_back_whole() {
+        let finished_at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        let fault = Fault::new("x.y", b"body with \0 and \"quotes\"".to_vec());
+        let record = AttemptRecord { attempt: 7, plugin_version: Some("abc".into()), fault: Some(fault), finished_at };
+        let written = format!(r#"{{"attempt":{},{}"#, 7, members_but_attempt(&record));
+        let read: AttemptRecord = serde_json::from_str(&written).unwrap();
+        // Exactly what the record written whole reads back as.
+        let whole: AttemptRecord = serde_json::from_str(&super::to_json(&record)).unwrap();
+        assert_eq!(read, whole);
+        assert_eq!((read.attempt, read.fault.unwrap().code), (7, "x.y".to_owned()));
+    }
+}

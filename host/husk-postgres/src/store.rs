@@ -1,0 +1,420 @@
+//! [`JobStore`] for [`PostgresStore`]: enqueue, fetch and lock, report,
+//! cancel, incidents, the outcome log.
+
+use std::collections::HashMap;
+use std::sync::Weak;
+use std::time::{Duration, SystemTime};
+
+use husk::outcome::{Outcome, TerminalOutcome};
+use husk::store::sql::{Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, millis, time, to_json};
+use husk::store::{
+    CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock,
+    LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError, StoreEvents,
+};
+
+use crate::PostgresStore;
+use crate::listener::Listener;
+use crate::rows::{
+    Arm, Ending, arm_all, claim, end_all, get_record, live_row, members_but_attempt, notify, outcome_row, record_of,
+    select_live, select_outcomes, take_keys,
+};
+
+/// How often (clock time) a fetch that claims jobs also reclaims expired
+/// locks; a fetch that finds nothing to claim always does.
+const RECLAIM_EVERY: Duration = Duration::from_secs(1);
+
+impl PostgresStore {
+    /// Completes, in one statement committed on its own, every
+    /// `Report::Completed` whose lock is held and whose job has no cancel
+    /// asked: deletes the jobs and logs their outcomes. Returns how many,
+    /// and each report's result (`None`: not applied here).
+    pub(crate) fn report_completed(
+        &self,
+        reports: &[(Lock, Report)],
+        now: SystemTime,
+    ) -> Result<(usize, Vec<Option<Reported>>), StoreError> {
+        let mut results: Vec<Option<Reported>> = vec![None; reports.len()];
+        let (mut slots, mut ids, mut tokens, mut outcomes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut spent = Vec::new();
+        for (slot, (lock, report)) in reports.iter().enumerate() {
+            if let Report::Completed { output, .. } = report {
+                slots.push(slot as i64);
+                ids.push(lock.job.0 as i64);
+                tokens.push(lock.token as i64);
+                outcomes.push(to_json(&Outcome::Completed { output: output.clone() }));
+                // The attempt's number is the row's: the statement writes it
+                // in front of the rest of the record.
+                let record = report.attempt_record(0, now).expect("a completion spends its attempt");
+                spent.push(members_but_attempt(&record));
+            }
+        }
+        if ids.is_empty() {
+            return Ok((0, results));
+        }
+        // The DELETE checks the lock itself, so no prior SELECT ... FOR
+        // UPDATE is needed; the seq counter row is locked after the job rows
+        // (its new value needs the count of deleted rows).
+        let sql = r#"WITH r AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $6::text[])
+                                          AS r(slot, id, token, outcome, spent)),
+             ended AS (
+                 DELETE FROM husk_jobs j USING r
+                 WHERE j.id = r.id AND j.state = 2 AND j.lock_token = r.token AND j.lock_expires_at > $5
+                       AND NOT j.cancel_requested
+                 RETURNING j.id, j.generation, j.topic, j.attempt, j.enqueued_at, j.policy, j.last_fault,
+                           r.outcome, r.slot,
+                           husk_append(j.history, '[{"attempt":' || j.attempt || ',' || r.spent || ']') AS history),
+             counter AS (
+                 UPDATE husk_meta SET value = value + (SELECT count(*) FROM ended) WHERE key = 'outcome_seq'
+                 RETURNING value - (SELECT count(*) FROM ended) AS base),
+             numbered AS (
+                 SELECT e.*, (SELECT base FROM counter) + row_number() OVER (ORDER BY e.slot) AS seq FROM ended e),
+             inserted AS (
+                 INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at,
+                                            outcome, policy, last_fault, open_incident, history)
+                 SELECT seq, id, generation, topic, attempt, enqueued_at, $5, outcome, policy, last_fault, FALSE,
+                        history
+                 FROM numbered)
+             SELECT slot, seq, id, topic, attempt, enqueued_at FROM numbered"#;
+        let rows = self
+            .autocommit("report", |query| Ok(query(sql, &[&slots, &ids, &tokens, &outcomes, &millis(now), &spent])?))?;
+        for row in &rows {
+            let slot = row.get::<_, i64>(0) as usize;
+            let Report::Completed { output, .. } = &reports[slot].1 else { unreachable!("only completions are sent") };
+            results[slot] = Some(Reported::Ended(Box::new(TerminalOutcome {
+                seq: row.get::<_, i64>(1) as u64,
+                job_id: JobId(row.get::<_, i64>(2) as u64),
+                topic: row.get(3),
+                attempts: row.get::<_, i64>(4) as u32,
+                enqueued_at: time(row.get(5)),
+                finished_at: now,
+                outcome: Outcome::Completed { output: output.clone() },
+            })));
+        }
+        Ok((rows.len(), results))
+    }
+
+    /// Applies reports after locking their jobs (`SELECT ... FOR UPDATE`).
+    pub(crate) fn report_locked(
+        &self,
+        reports: Vec<(Lock, Report)>,
+        now: SystemTime,
+    ) -> Result<Vec<Reported>, StoreError> {
+        self.run_with("report", |tx, channels| {
+            let ids: Vec<i64> = reports.iter().map(|(lock, _)| lock.job.0 as i64).collect();
+            let mut live: HashMap<i64, LiveRow> = tx
+                .query(select_live!("WHERE id = ANY($1) ORDER BY id FOR UPDATE"), &[&ids])?
+                .iter()
+                .map(|row| {
+                    let job = live_row(row);
+                    (job.id, job)
+                })
+                .collect();
+            let mut results = Vec::with_capacity(reports.len());
+            let (mut arms, mut endings, mut ending_slots) = (Vec::new(), Vec::new(), Vec::new());
+            for (lock, report) in reports {
+                let Some(job) = live.remove(&(lock.job.0 as i64)).filter(|job| job.held(lock, now)) else {
+                    results.push(Reported::LockLost);
+                    continue;
+                };
+                let spent = report.attempt_record(job.attempt as u32, now);
+                let outcome = match report {
+                    _ if job.cancel_requested => Outcome::Cancelled,
+                    Report::Completed { output, .. } => Outcome::Completed { output },
+                    Report::End { outcome, .. } => outcome,
+                    Report::ReArm { fault, not_before, .. } => {
+                        let (fault, gate) = (Some(to_json(&fault)), Some(not_before));
+                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault, gate, spent });
+                        results.push(Reported::ReArmed);
+                        continue;
+                    }
+                    Report::Release => {
+                        arms.push(Arm { id: job.id, attempt: job.attempt, fault: None, gate: None, spent: None });
+                        results.push(Reported::Released);
+                        continue;
+                    }
+                };
+                ending_slots.push(results.len());
+                results.push(Reported::LockLost);
+                endings.push(Ending { job, outcome, spent });
+            }
+            if arm_all(tx, &arms, now)? {
+                notify(tx, &channels.jobs, "")?;
+            }
+            for (slot, ended) in ending_slots.into_iter().zip(end_all(tx, endings, now)?) {
+                results[slot] = Reported::Ended(Box::new(ended));
+            }
+            Ok(results)
+        })
+    }
+
+    /// Whether this fetch should also reclaim expired locks: at most once a
+    /// second of clock time on the hot path (and always when nothing is
+    /// claimable).
+    pub(crate) fn reclaim_due(&self, now: SystemTime) -> bool {
+        let mut last = self.last_reclaim.lock();
+        let due = last.is_none_or(|at| now < at || now >= at + RECLAIM_EVERY);
+        if due {
+            *last = Some(now);
+        }
+        due
+    }
+
+    /// Claims without reclaiming, each topic's claim committed on its own.
+    pub(crate) fn claim_autocommit(
+        &self,
+        request: FetchRequest<'_>,
+        now: SystemTime,
+    ) -> Result<Vec<LockedJob>, StoreError> {
+        self.autocommit("fetch", |query| claim(request, now, query))
+    }
+
+    /// A fetch in one transaction: reclaims expired locks, claims, and when
+    /// nothing was claimed computes when to wake.
+    pub(crate) fn fetch_reclaiming(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
+        self.run_with("fetch", |tx, channels| {
+            let now_ms = millis(now);
+            let expired: Vec<LiveRow> = tx
+                .query(select_live!("WHERE state = 2 AND lock_expires_at <= $1 FOR UPDATE SKIP LOCKED"), &[&now_ms])?
+                .iter()
+                .map(live_row)
+                .collect();
+            let reclaimed = !expired.is_empty();
+            let (mut arms, mut endings) = (Vec::new(), Vec::new());
+            for job in expired {
+                let (expired, spent) = job.expire(now)?;
+                match expired {
+                    Expired::ReArm { fault, gate } => {
+                        let (attempt, fault, gate, spent) = (job.attempt + 1, Some(fault), Some(gate), Some(spent));
+                        arms.push(Arm { id: job.id, attempt, fault, gate, spent });
+                    }
+                    Expired::End(outcome) => endings.push(Ending { job, outcome, spent: Some(spent) }),
+                }
+            }
+            arm_all(tx, &arms, now)?;
+            let mut fetched =
+                Fetched { jobs: claim(request, now, |sql, params| tx.query(sql, params))?, ..Fetched::default() };
+            if fetched.jobs.is_empty() {
+                // The caller waits: until the next gate opens or lock expires
+                // (of any topic). Gates already open are claimed by their
+                // topics' fetches, not counted here.
+                let wake = tx.query_one(
+                    "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1 AND not_before > $1),
+                            (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2 AND lock_expires_at > $1)",
+                    &[&now_ms],
+                )?;
+                let (gate, lock): (Option<i64>, Option<i64>) = (wake.get(0), wake.get(1));
+                fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
+            }
+            if reclaimed {
+                // Attempts were spent and jobs ended: commit durably.
+                tx.execute("SELECT set_config('synchronous_commit', 'on', true)", &[])?;
+                fetched.ended = end_all(tx, endings, now)?;
+                if !arms.is_empty() {
+                    notify(tx, &channels.jobs, "")?;
+                }
+            }
+            Ok(fetched)
+        })
+    }
+}
+
+impl JobStore for PostgresStore {
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run_with("enqueue", |tx, channels| {
+            let count = jobs.len() as i64;
+            let mut ids: Vec<i64> = tx
+                .query("SELECT nextval('husk_jobs_id_seq') FROM generate_series(1, $1::bigint)", &[&count])?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            ids.sort_unstable();
+            let mut results: Vec<Enqueued> =
+                ids.iter().map(|&id| Enqueued { id: JobId(id as u64), created: true }).collect();
+            if jobs.iter().any(|j| j.key.is_some()) {
+                take_keys(tx, &jobs, &mut results)?;
+            }
+            // Only the jobs that took their key (or have none) are written;
+            // the ids drawn for the others are left unused.
+            let jobs: Vec<&NewJob> = jobs.iter().zip(&results).filter(|(_, e)| e.created).map(|(j, _)| j).collect();
+            let ids: Vec<i64> = results.iter().filter(|e| e.created).map(|e| e.id.0 as i64).collect();
+            let topics: Vec<&str> = jobs.iter().map(|j| j.topic.as_str()).collect();
+            let inputs: Vec<&[u8]> = jobs.iter().map(|j| j.input.as_slice()).collect();
+            let policies: Vec<String> = jobs.iter().map(|j| to_json(&j.policy)).collect();
+            let (states, gates): (Vec<i64>, Vec<Option<i64>>) =
+                jobs.iter().map(|j| armed_state(j.not_before, now)).unzip();
+            tx.execute(
+                "INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at)
+                 SELECT id, topic, input, policy, 1, state, not_before, $7
+                 FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::bigint[])
+                      AS n(id, topic, input, policy, state, not_before)",
+                &[&ids, &topics, &inputs, &policies, &states, &gates, &millis(now)],
+            )?;
+            if states.contains(&QUEUED) {
+                notify(tx, &channels.jobs, "")?;
+            }
+            Ok(results)
+        })
+    }
+
+    fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
+        if !self.reclaim_due(now) {
+            // The hot path: claims only, each one statement committed on its
+            // own; when nothing is claimable, the full path below computes
+            // when to wake (and reclaims expired locks).
+            let jobs = self.claim_autocommit(request, now)?;
+            if !jobs.is_empty() {
+                return Ok(Fetched { jobs, ..Fetched::default() });
+            }
+        }
+        self.fetch_reclaiming(request, now)
+    }
+
+    fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
+        let (completed, mut results) = self.report_completed(&reports, now)?;
+        if completed < reports.len() {
+            // The rest (faults, releases, cancelled or lost locks) in a
+            // transaction.
+            let (slots, rest): (Vec<usize>, Vec<(Lock, Report)>) =
+                reports.into_iter().enumerate().filter(|(i, _)| results[*i].is_none()).unzip();
+            for (slot, result) in slots.into_iter().zip(self.report_locked(rest, now)?) {
+                results[slot] = Some(result);
+            }
+        }
+        Ok(results.into_iter().map(|r| r.expect("every report applied")).collect())
+    }
+
+    fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {
+        self.run("extend lock", |tx| {
+            let updated = tx.execute(
+                "UPDATE husk_jobs SET lock_expires_at = $3
+                 WHERE id = $1 AND state = 2 AND lock_token = $2 AND lock_expires_at > $4",
+                &[&(lock.job.0 as i64), &(lock.token as i64), &millis(until), &millis(now)],
+            )?;
+            Ok(updated == 1)
+        })
+    }
+
+    fn cancel(&self, id: JobId, now: SystemTime) -> Result<CancelResult, StoreError> {
+        self.run_with("cancel", |tx, channels| {
+            let id = id.0 as i64;
+            let Some(row) = tx.query_opt(select_live!("WHERE id = $1 FOR UPDATE"), &[&id])? else {
+                let ended: bool =
+                    tx.query_one("SELECT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = $1)", &[&id])?.get(0);
+                return Ok(if ended { CancelResult::AlreadyEnded } else { CancelResult::NotFound });
+            };
+            let job = live_row(&row);
+            if job.state == RUNNING {
+                tx.execute("UPDATE husk_jobs SET cancel_requested = TRUE WHERE id = $1", &[&id])?;
+                notify(tx, &channels.cancel, &id.to_string())?;
+                return Ok(CancelResult::Cancelling);
+            }
+            let ended = end_all(tx, vec![Ending { job, outcome: Outcome::Cancelled, spent: None }], now)?;
+            Ok(CancelResult::Cancelled(Box::new(ended.into_iter().next().expect("one ending, one outcome"))))
+        })
+    }
+
+    fn retry_incident(&self, id: JobId, _now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
+        self.run_with("retry incident", |tx, channels| {
+            let id = id.0 as i64;
+            let incident = tx.query_opt(
+                "SELECT seq, generation FROM husk_outcomes WHERE job_id = $1 AND open_incident FOR UPDATE",
+                &[&id],
+            )?;
+            let Some(incident) = incident else {
+                let known: bool = tx
+                    .query_one(
+                        "SELECT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = $1)
+                             OR EXISTS (SELECT 1 FROM husk_jobs WHERE id = $1)",
+                        &[&id],
+                    )?
+                    .get(0);
+                return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
+            };
+            let (seq, generation): (i64, i32) = (incident.get(0), incident.get(1));
+            tx.execute(
+                "INSERT INTO husk_jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at,
+                                        history)
+                 SELECT job_id, $2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at, history
+                 FROM husk_outcomes WHERE seq = $1",
+                &[&seq, &generation],
+            )?;
+            tx.execute("UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE seq = $1", &[&seq])?;
+            notify(tx, &channels.jobs, "")?;
+            Ok(RetryIncidentResult::Requeued)
+        })
+    }
+
+    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
+        self.run("get", |tx| get_record(tx, id.0 as i64, true))
+    }
+
+    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
+        let limit = filter.limit.unwrap_or(100) as i64;
+        let state = filter.state.map(|s| match s {
+            JobState::Queued => QUEUED,
+            JobState::Gated => husk::store::sql::GATED,
+            JobState::Running => RUNNING,
+            JobState::Terminal => -1,
+        });
+        self.run("list", |tx| {
+            let mut ids: Vec<i64> = Vec::new();
+            if state != Some(-1) {
+                let rows = tx.query(
+                    "SELECT id FROM husk_jobs WHERE ($1::text IS NULL OR topic = $1)
+                     AND ($2::bigint IS NULL OR state = $2) ORDER BY id DESC LIMIT $3",
+                    &[&filter.topic, &state, &limit],
+                )?;
+                ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+            }
+            if state.is_none_or(|s| s == -1) {
+                let rows = tx.query(
+                    "SELECT DISTINCT job_id FROM husk_outcomes o WHERE ($1::text IS NULL OR topic = $1)
+                     AND NOT EXISTS (SELECT 1 FROM husk_jobs j WHERE j.id = o.job_id)
+                     ORDER BY job_id DESC LIMIT $2",
+                    &[&filter.topic, &limit],
+                )?;
+                ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+            }
+            ids.sort_unstable_by(|a, b| b.cmp(a));
+            ids.truncate(limit as usize);
+            let mut records = Vec::with_capacity(ids.len());
+            for id in ids {
+                records.extend(get_record(tx, id, false)?);
+            }
+            Ok(records)
+        })
+    }
+
+    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.run("incidents", |tx| {
+            let rows = tx.query(select_outcomes!("WHERE open_incident ORDER BY job_id"), &[])?;
+            Ok(rows.iter().map(record_of).collect::<Result<_, _>>()?)
+        })
+    }
+
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
+        self.run("outcomes", |tx| {
+            let rows = tx
+                .query(select_outcomes!("WHERE seq > $1 ORDER BY seq LIMIT $2"), &[&(after as i64), &(limit as i64)])?;
+            Ok(rows.iter().map(|r| outcome_row(r).map(|(o, _, _)| o)).collect::<Result<_, _>>()?)
+        })
+    }
+
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
+        self.run("depths", |tx| {
+            let rows =
+                tx.query("SELECT topic, state, count(*) FROM husk_jobs GROUP BY topic, state ORDER BY topic", &[])?;
+            Ok(depths_of(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()))
+        })
+    }
+
+    fn subscribe(&self, events: Weak<dyn StoreEvents>) {
+        let mut listener = self.listener.lock();
+        if listener.is_none() {
+            *listener = Some(Listener::start(self.config.clone(), self.name.clone(), self.channels.clone(), events));
+        }
+    }
+}
