@@ -12,7 +12,7 @@ use std::time::Duration;
 use husk::classify::{Classification, ErrorMapper};
 use husk::fault::{Fault, codes};
 use husk::plugin::World;
-use husk::sandbox::{CancelToken, Execution, Kill, Limits, RunEnding, Sandbox};
+use husk::sandbox::{CancelToken, Ending, Execution, Kill, Limits, Sandbox};
 use serde_json::{Value, json};
 
 use crate::support::{GuestLogs, fault, job, load, load_as, manual_sandbox, output};
@@ -63,7 +63,7 @@ fn killed_at_the_deadline_tick(sandbox: &Sandbox, done: &mpsc::Receiver<Executio
 
 fn assert_timeout(execution: &Execution, limits: &Limits) {
     assert!(
-        matches!(execution.ending, RunEnding::Killed(Kill::Timeout { deadline, .. }) if deadline == limits.deadline),
+        matches!(execution.ending, Ending::Killed(Kill::Timeout { deadline, .. }) if deadline == limits.deadline),
         "{:?}",
         execution.ending
     );
@@ -106,7 +106,7 @@ fn cancelling_a_guest_blocked_in_a_host_call_ends_it_by_the_next_tick() {
     // reaches its host call after the cancel).
     sandbox.engine().increment_epoch();
     let cancelled = done.recv_timeout(PATIENCE).expect("ended by the tick after the cancel");
-    assert_eq!(cancelled.ending, RunEnding::Cancelled);
+    assert_eq!(cancelled.ending, Ending::Cancelled);
     assert_eq!(output(&done.recv_timeout(PATIENCE).unwrap())["greeting"], "hello, next");
     worker.join().unwrap();
 }

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use husk::classify::Classification;
 use husk::clock::Clock;
-use husk::dispatch::{JobResult, TopicPolicy};
+use husk::dispatch::TopicPolicy;
 use husk::fault::{Fault, codes};
 use husk::outcome::Outcome;
 use husk::retry::RetryPolicySpec;
-use husk::store::{CancelResult, Enqueued, JobId, JobState, Report, Reported, RetryIncidentResult};
+use husk::sandbox::Ending;
+use husk::store::{CancelResult, Enqueued, FetchRequest, JobId, JobState, Report, Reported, RetryIncidentResult};
 use serde_json::json;
 
 use crate::rig::{Backend, LOCK, Rig, conformance, rules};
@@ -38,7 +39,7 @@ fn raw_fault_classified_to_business_error_is_delivered_terminal(backend: Backend
     let id = rig.enqueue("payments");
     let job = rig.fetch_one("payments");
     let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
-    assert!(matches!(rig.dispatcher.report(&job, JobResult::Fault(fault), None).unwrap(), Reported::Ended(_)));
+    assert!(matches!(rig.dispatcher.report(&job, Ending::Fault(fault), None).unwrap(), Reported::Ended(_)));
     assert_eq!(
         rig.outcome_of(id),
         Outcome::BusinessError { code: "insufficient-funds".into(), message: "fault payment.declined".into() }
@@ -51,7 +52,7 @@ fn raw_fault_classified_to_business_status_is_delivered_terminal(backend: Backen
     let id = rig.enqueue("payments");
     let job = rig.fetch_one("payments");
     let fault = Fault::json("account.frozen", &json!({ "status": "frozen" }));
-    rig.dispatcher.report(&job, JobResult::Fault(fault), None).unwrap();
+    rig.dispatcher.report(&job, Ending::Fault(fault), None).unwrap();
     assert_eq!(rig.outcome_of(id), Outcome::BusinessStatus { value: "frozen".into() });
 }
 
@@ -82,7 +83,7 @@ fn no_mapper_means_technical(backend: Backend) {
     rig.enqueue("t");
     let job = rig.fetch_one("t");
     let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
-    let report = rig.dispatcher.judge(&job, JobResult::Fault(fault), None);
+    let report = rig.dispatcher.judge(&job, Ending::Fault(fault), std::time::Duration::ZERO, None);
     assert!(matches!(report, Report::ReArm { .. }), "{report:?}");
 }
 
@@ -172,7 +173,9 @@ fn a_waiting_fetch_wakes_at_the_nearest_gate(backend: Backend) {
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            let jobs = rig.dispatcher.fetch("w", &["t".to_owned()], 1, LOCK, Duration::from_secs(3600), &rig.stop);
+            let topics = ["t".to_owned()];
+            let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: LOCK };
+            let jobs = rig.dispatcher.fetch_and_lock(request, Duration::from_secs(3600), &rig.stop, None);
             tx.send(jobs.unwrap()).unwrap();
         });
         rig.clock.advance(Duration::from_secs(9));
@@ -188,7 +191,9 @@ fn a_waiting_fetch_wakes_on_enqueue(backend: Backend) {
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            let jobs = rig.dispatcher.fetch("w", &["t".to_owned()], 1, LOCK, Duration::from_secs(3600), &rig.stop);
+            let topics = ["t".to_owned()];
+            let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: LOCK };
+            let jobs = rig.dispatcher.fetch_and_lock(request, Duration::from_secs(3600), &rig.stop, None);
             tx.send(jobs.unwrap()).unwrap();
         });
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
@@ -205,7 +210,7 @@ fn exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault(backend: B
         let job = rig.fetch_one("t");
         assert_eq!(job.attempt, attempt);
         rig.dispatcher
-            .report(&job, JobResult::Fault(Fault::new("boom", format!("attempt {attempt}"))), Some("digest-1"))
+            .report(&job, Ending::Fault(Fault::new("boom", format!("attempt {attempt}"))), Some("digest-1"))
             .unwrap();
         rig.clock.advance(Duration::from_secs(1));
     }
@@ -236,7 +241,7 @@ fn business_outcomes_are_never_retried(backend: Backend) {
         let id = rig.enqueue("payments");
         let job = rig.fetch_one("payments");
         let fault = Fault::json(code, &json!({ "reason": "r", "status": "s" }));
-        assert!(matches!(rig.dispatcher.report(&job, JobResult::Fault(fault), None).unwrap(), Reported::Ended(_)));
+        assert!(matches!(rig.dispatcher.report(&job, Ending::Fault(fault), None).unwrap(), Reported::Ended(_)));
         assert_eq!(rig.outcomes_of(id).len(), 1);
     }
     assert_eq!(rig.dispatcher.totals().retries, 0);
@@ -374,7 +379,7 @@ fn every_spent_attempt_is_recorded_with_its_plugin_version(backend: Backend) {
     let mut reported_at = Vec::new();
     for v in ["v1", "v2"] {
         let job = rig.fetch_one("t");
-        let fault = JobResult::Fault(Fault::new("http.503", format!("on {v}")));
+        let fault = Ending::Fault(Fault::new("http.503", format!("on {v}")));
         assert_eq!(rig.dispatcher.report(&job, fault, Some(v)).unwrap(), Reported::ReArmed);
         reported_at.push(rig.clock.now());
         rig.clock.advance(Duration::from_secs(1));
@@ -386,7 +391,7 @@ fn every_spent_attempt_is_recorded_with_its_plugin_version(backend: Backend) {
     let job = rig.fetch_one("t");
     assert_eq!(job.attempt, 3);
     rig.clock.advance(Duration::from_secs(1));
-    let done = rig.dispatcher.report(&job, JobResult::Output(b"1".to_vec()), Some("v3")).unwrap();
+    let done = rig.dispatcher.report(&job, Ending::Returned(b"1".to_vec()), Some("v3")).unwrap();
     assert!(matches!(done, Reported::Ended(_)));
     reported_at.push(rig.clock.now());
 
@@ -414,7 +419,7 @@ fn fault_bodies_with_nul_are_kept_in_the_history(backend: Backend) {
     let bodies: [&[u8]; 3] = [b"raw\0nul", br#"{"s":"a\u0000b"}"#, b"\0"];
     for body in bodies {
         let job = rig.fetch_one("t");
-        let report = rig.dispatcher.report(&job, JobResult::Fault(Fault::new("nul", body.to_vec())), Some("v1"));
+        let report = rig.dispatcher.report(&job, Ending::Fault(Fault::new("nul", body.to_vec())), Some("v1"));
         assert!(matches!(report.unwrap(), Reported::ReArmed | Reported::Ended(_)));
         rig.clock.advance(Duration::from_secs(1));
     }
@@ -425,7 +430,7 @@ fn fault_bodies_with_nul_are_kept_in_the_history(backend: Backend) {
     // The completion path appends after such a history too.
     rig.dispatcher.retry_incident(id).unwrap();
     let job = rig.fetch_one("t");
-    rig.dispatcher.report(&job, JobResult::Output(b"1".to_vec()), Some("v2")).unwrap();
+    rig.dispatcher.report(&job, Ending::Returned(b"1".to_vec()), Some("v2")).unwrap();
     assert_eq!(rig.get(id).attempts.len(), 4);
 }
 
@@ -436,7 +441,7 @@ fn a_history_keeps_a_cut_of_each_fault_body(backend: Backend) {
     let id = rig.enqueue("t");
     let body = "x".repeat(3 * husk::store::HISTORY_FAULT_BODY).into_bytes();
     let job = rig.fetch_one("t");
-    rig.dispatcher.report(&job, JobResult::Fault(Fault::new("big", body.clone())), None).unwrap();
+    rig.dispatcher.report(&job, Ending::Fault(Fault::new("big", body.clone())), None).unwrap();
     let record = rig.get(id);
     // (Compared as values: the SQL stores keep a body that is not JSON as a
     // JSON string.)
@@ -450,7 +455,7 @@ fn a_business_outcome_is_an_attempt_without_a_fault(backend: Backend) {
     let id = rig.enqueue("payments");
     let job = rig.fetch_one("payments");
     let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
-    rig.dispatcher.report(&job, JobResult::Fault(fault), Some("v7")).unwrap();
+    rig.dispatcher.report(&job, Ending::Fault(fault), Some("v7")).unwrap();
     assert_eq!(history(&rig, id), vec![(1, version("v7"), None)]);
 }
 
@@ -478,7 +483,7 @@ fn lock_expiries_are_attempts_without_a_version_and_a_retried_incident_continues
     for attempt in 1..=2 {
         let job = rig.fetch_one("t");
         assert_eq!(job.attempt, attempt);
-        rig.dispatcher.report(&job, JobResult::Fault(Fault::new("boom", "")), Some("v2")).unwrap();
+        rig.dispatcher.report(&job, Ending::Fault(Fault::new("boom", "")), Some("v2")).unwrap();
     }
     assert_eq!(rig.dispatcher.store().incidents().unwrap().len(), 1, "failed again");
     let boom = |attempt| (attempt, version("v2"), Some("boom".to_owned()));

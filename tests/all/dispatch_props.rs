@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use husk::dispatch::JobResult;
 use husk::fault::Fault;
 use husk::outcome::Outcome;
 use husk::retry::RetryPolicySpec;
+use husk::sandbox::Ending;
 use husk::store::{JobId, LockedJob};
 use proptest::prelude::*;
 
@@ -31,12 +31,12 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-fn result(kind: u8) -> JobResult {
+fn result(kind: u8) -> Ending {
     match kind {
-        0 => JobResult::Output(b"1".to_vec()),
-        1 => JobResult::Fault(Fault::new("business", "")),
-        2 => JobResult::Cancelled,
-        _ => JobResult::Fault(Fault::new("technical", "")),
+        0 => Ending::Returned(b"1".to_vec()),
+        1 => Ending::Fault(Fault::new("business", "")),
+        2 => Ending::Cancelled,
+        _ => Ending::Fault(Fault::new("technical", "")),
     }
 }
 
@@ -77,7 +77,7 @@ fn check(backend: Backend, jobs: usize, max_attempts: u32, delay: u64, steps: Ve
         rig.clock.advance(LOCK + Duration::from_secs(delay));
         for job in rig.fetch("t", 100) {
             record(&job);
-            rig.dispatcher.report(&job, JobResult::Output(b"1".to_vec()), None).unwrap();
+            rig.dispatcher.report(&job, Ending::Returned(b"1".to_vec()), None).unwrap();
         }
     }
     let outcomes = rig.sink.outcomes();

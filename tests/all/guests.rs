@@ -3,7 +3,7 @@
 use husk::bindings::{BusinessError, Classification};
 use husk::fault::Fault;
 use husk::plugin::World;
-use husk::sandbox::{Limits, RunEnding};
+use husk::sandbox::{Ending, Limits};
 use serde_json::json;
 
 use crate::support::{fault, job, load, load_as, mapper_limits, output, run, sandbox};
@@ -59,7 +59,7 @@ fn classify(name: &str, fault: Fault) -> Classification {
     let sandbox = sandbox();
     let plugin = load_as(&sandbox, name, World::ErrorMapper);
     match sandbox.classify(&plugin, &fault, &mapper_limits()).unwrap().ending {
-        RunEnding::Returned(classification) => classification,
+        Ending::Returned(classification) => classification,
         other => panic!("mapper {name} did not return: {other:?}"),
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use husk::fault::codes;
-use husk::sandbox::{CancelToken, Kill, Limits, RunEnding};
+use husk::sandbox::{CancelToken, Ending, Kill, Limits};
 use serde_json::json;
 
 use crate::support::{GuestLogs, fault, fuel_sandbox, job, load, manual_sandbox, output, run, run_with, sandbox};
@@ -16,7 +16,7 @@ fn memory_bomb_is_killed_at_its_memory_cap() {
     let limits = Limits { memory: 8 << 20, ..Limits::default() };
     let execution = run_with(&sandbox, &plugin, json!({}), &limits);
     match &execution.ending {
-        RunEnding::Killed(Kill::MemoryLimit { limit, requested }) => {
+        Ending::Killed(Kill::MemoryLimit { limit, requested }) => {
             assert_eq!(*limit, 8 << 20);
             assert!(*requested > 8 << 20);
         }
@@ -42,7 +42,7 @@ fn panic_is_a_trap_carrying_the_panic_message() {
     let sandbox = sandbox();
     let plugin = load(&sandbox, "panic");
     let execution = run(&sandbox, &plugin, json!({}));
-    assert!(matches!(&execution.ending, RunEnding::Killed(kill) if !kill.is_limit()));
+    assert!(matches!(&execution.ending, Ending::Killed(kill) if !kill.is_limit()));
     let (fault, body) = fault(&execution);
     assert_eq!(fault.code, codes::TRAP);
     let message = body["guest_message"].as_str().unwrap();
@@ -60,7 +60,7 @@ fn oversized_output_is_refused_and_output_at_the_cap_is_not() {
     assert_eq!(body["size_bytes"], (64 << 10) + 1);
     assert_eq!(body["limit_bytes"], 64 << 10);
     let at_cap = run_with(&sandbox, &plugin, json!({ "bytes": 64 << 10 }), &limits);
-    assert!(matches!(&at_cap.ending, RunEnding::Returned(bytes) if bytes.len() == 64 << 10));
+    assert!(matches!(&at_cap.ending, Ending::Returned(bytes) if bytes.len() == 64 << 10));
 }
 
 #[test]
@@ -104,7 +104,7 @@ fn spinning_guest_runs_out_of_fuel() {
     let plugin = load(&sandbox, "spin");
     let limits = Limits { fuel: Some(2_000_000), ..Limits::default() };
     let execution = run_with(&sandbox, &plugin, json!({}), &limits);
-    assert_eq!(execution.ending, RunEnding::Killed(Kill::OutOfFuel { fuel: 2_000_000 }));
+    assert_eq!(execution.ending, Ending::Killed(Kill::OutOfFuel { fuel: 2_000_000 }));
     assert_eq!(execution.fuel_consumed, Some(2_000_000));
     assert_eq!(fault(&execution).0.code, codes::OUT_OF_FUEL);
 }
@@ -140,7 +140,7 @@ fn cancelling_a_running_guest_interrupts_it_at_the_next_tick() {
     cancel.cancel();
     sandbox.engine().increment_epoch();
     let execution = done.recv_timeout(Duration::from_secs(30)).expect("the guest is interrupted");
-    assert_eq!(execution.ending, RunEnding::Cancelled);
+    assert_eq!(execution.ending, Ending::Cancelled);
     assert_eq!(execution.raw_result(), None);
     worker.join().unwrap();
 }
@@ -152,7 +152,7 @@ fn a_guest_fault_in_the_hosts_namespace_is_renamed_not_taken_for_a_kill() {
     let forged = json!({ "message": "killed at its deadline", "deadline_ms": 5, "elapsed_ms": 6 });
     let execution = run(&sandbox, &plugin, json!({ "code": codes::TIMEOUT, "body": forged }));
     // A fault of the guest's own, not a kill.
-    assert!(matches!(execution.ending, RunEnding::Fault(_)), "{:?}", execution.ending);
+    assert!(matches!(execution.ending, Ending::Fault(_)), "{:?}", execution.ending);
     let (fault, body) = fault(&execution);
     assert_eq!(fault.code, codes::GUEST_RESERVED_CODE);
     assert_eq!(body, json!({ "code": codes::TIMEOUT, "body": forged }));

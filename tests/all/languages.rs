@@ -17,7 +17,7 @@ use husk::fault::Fault;
 use husk::outcome::Outcome;
 use husk::plugin::World;
 use husk::retry::RetryPolicySpec;
-use husk::sandbox::{Limits, RunEnding, Sandbox};
+use husk::sandbox::{Ending, Limits, Sandbox};
 use husk::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::{Value, json};
 
@@ -242,7 +242,7 @@ fn every_language_mapper_classifies_the_same_faults_the_same_way() {
         for (fault, want) in mapper_table() {
             let classified = sandbox.classify(&mapper, &fault, &limits).unwrap();
             match classified.ending {
-                RunEnding::Returned(got) => assert_eq!(got, want, "{} classifying {fault:?}", language.name()),
+                Ending::Returned(got) => assert_eq!(got, want, "{} classifying {fault:?}", language.name()),
                 other => panic!("{} mapper did not return on {fault:?}: {other:?}", language.name()),
             }
         }

@@ -3,7 +3,7 @@
 
 use husk::engine::{CodeSource, Engine};
 use husk::plugin::{Plugin, PluginError, World};
-use husk::sandbox::{RunEnding, Sandbox};
+use husk::sandbox::{Ending, Sandbox};
 use serde_json::json;
 use wasmparser::{ComponentTypeRef, TypeBounds};
 
@@ -129,7 +129,7 @@ fn a_component_importing_only_log_links_only_log() {
     assert_eq!(plugin.imports(), ["husk:worker/log@0.1.0"]);
     let logs = GuestLogs::default();
     let execution = logs.capture(|| run(&sandbox, &plugin, json!({})));
-    assert_eq!(execution.ending, RunEnding::Returned(Vec::new()));
+    assert_eq!(execution.ending, Ending::Returned(Vec::new()));
     assert_eq!(logs.messages(), ["hello from wat"]);
 }
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use husk::dispatch::JobResult;
 use husk::quota::Quota;
 use husk::sandbox::CancelToken;
+use husk::sandbox::Ending;
 use husk::store::LockedJob;
 use husk::worker::{Handled, Handler};
 use husk::{Host, Topic};
@@ -35,7 +35,7 @@ impl Handler for Overlap {
             std::thread::yield_now();
         }
         self.running.fetch_sub(1, Ordering::AcqRel);
-        Handled { result: JobResult::Output(b"1".to_vec()), plugin_version: None, killed: None, fuel_consumed: None }
+        Handled::new(Ending::Returned(b"1".to_vec()))
     }
 }
 

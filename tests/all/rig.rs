@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use husk::classify::{ErrorMapper, Rule, Rules};
 use husk::clock::ManualClock;
-use husk::dispatch::{Dispatcher, JobResult, TopicPolicy};
+use husk::dispatch::{Dispatcher, TopicPolicy};
 use husk::fault::Fault;
 use husk::outcome::{CollectingSink, Outcome, TerminalOutcome};
 use husk::retry::RetryPolicySpec;
-use husk::store::{JobId, JobRecord, JobStore, LockedJob, MemoryStore, Reported};
+use husk::sandbox::Ending;
+use husk::store::{FetchRequest, JobId, JobRecord, JobStore, LockedJob, MemoryStore, Reported};
 use husk_sqlite::{Durability, SqliteStore};
 
 /// Lock duration of every fetch in these tests.
@@ -176,7 +177,9 @@ impl Rig {
 
     /// Fetches without waiting.
     pub fn fetch(&self, topic: &str, max: usize) -> Vec<LockedJob> {
-        self.dispatcher.fetch("w", &[topic.to_owned()], max, LOCK, Duration::ZERO, &self.stop).unwrap()
+        let topics = [topic.to_owned()];
+        let request = FetchRequest { worker: "w", topics: &topics, max, lock_duration: LOCK };
+        self.dispatcher.fetch_and_lock(request, Duration::ZERO, &self.stop, None).unwrap()
     }
 
     /// Fetches exactly one job.
@@ -187,11 +190,11 @@ impl Rig {
     }
 
     pub fn fail(&self, job: &LockedJob, code: &str) -> Reported {
-        self.dispatcher.report(job, JobResult::Fault(Fault::new(code, "")), Some("v1")).unwrap()
+        self.dispatcher.report(job, Ending::Fault(Fault::new(code, "")), Some("v1")).unwrap()
     }
 
     pub fn complete(&self, job: &LockedJob) -> Reported {
-        self.dispatcher.report(job, JobResult::Output(b"\"done\"".to_vec()), Some("v1")).unwrap()
+        self.dispatcher.report(job, Ending::Returned(b"\"done\"".to_vec()), Some("v1")).unwrap()
     }
 
     pub fn get(&self, id: JobId) -> JobRecord {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use husk::engine::{Engine, EngineConfig};
 use husk::fault::Fault;
 use husk::plugin::{Plugin, World};
-use husk::sandbox::{Execution, Job, Limits, RunEnding, Sandbox};
+use husk::sandbox::{Ending, Execution, Job, Limits, Sandbox};
 use serde_json::Value;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -80,7 +80,7 @@ pub fn run(sandbox: &Sandbox, plugin: &Plugin, input: Value) -> Execution {
 /// The JSON output of a completed execution; panics on any other ending.
 pub fn output(execution: &Execution) -> Value {
     match &execution.ending {
-        RunEnding::Returned(bytes) => serde_json::from_slice(bytes).unwrap(),
+        Ending::Returned(bytes) => serde_json::from_slice(bytes).unwrap(),
         other => panic!("expected a completed job, got {other:?}"),
     }
 }

@@ -104,8 +104,8 @@ fn a_pinned_batch_runs_on_the_version_current_at_its_fetch() {
     let on_current = handler.handle(&job, &CancelToken::default());
     assert_eq!(on_pinned.plugin_version.as_deref(), Some(v1.digest()));
     assert_eq!(on_current.plugin_version.as_deref(), Some(v2.digest()));
-    let tag = |handled: &husk::worker::Handled| match &handled.result {
-        husk::dispatch::JobResult::Output(output) => version_tag(output),
+    let tag = |handled: &husk::worker::Handled| match &handled.ending {
+        husk::sandbox::Ending::Returned(output) => version_tag(output),
         other => panic!("{other:?}"),
     };
     assert_eq!((tag(&on_pinned), tag(&on_current)), ("v1".to_owned(), "v2".to_owned()));

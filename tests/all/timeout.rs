@@ -5,7 +5,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use husk::fault::codes;
-use husk::sandbox::{Kill, Limits, RunEnding};
+use husk::sandbox::{Ending, Kill, Limits};
 use serde_json::json;
 
 use crate::support::{GuestLogs, fault, job, load, manual_sandbox, output};
@@ -40,7 +40,7 @@ fn infinite_loop_is_killed_at_its_deadline_tick_and_not_before() {
     assert!(done.recv_timeout(Duration::from_millis(300)).is_err(), "the guest was killed before its deadline tick");
     sandbox.engine().increment_epoch();
     let spun = done.recv_timeout(Duration::from_secs(30)).expect("killed at the deadline tick");
-    assert!(matches!(spun.ending, RunEnding::Killed(Kill::Timeout { deadline, .. }) if deadline == limits.deadline));
+    assert!(matches!(spun.ending, Ending::Killed(Kill::Timeout { deadline, .. }) if deadline == limits.deadline));
     let (fault, body) = fault(&spun);
     assert_eq!(fault.code, codes::TIMEOUT);
     assert_eq!(body["deadline_ms"], 50.0);

@@ -13,17 +13,17 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request};
 use http_body_util::BodyExt;
-use husk_server::api::{Api, BodyLimits, OutcomeFeed, router};
-use husk_server::tokens::token_hash;
-use husk::dispatch::JobResult;
-use husk_server::metrics::Metrics;
+use husk::quota::Quota;
 use husk::retry::RetryPolicySpec;
 use husk::sandbox::CancelToken;
+use husk::sandbox::Ending;
 use husk::store::LockedJob;
-use husk::quota::Quota;
-use husk_server::tokens::Tenants;
 use husk::worker::{Handled, Handler};
 use husk::{Host, Topic};
+use husk_server::api::{Api, BodyLimits, OutcomeFeed, router};
+use husk_server::metrics::Metrics;
+use husk_server::tokens::Tenants;
+use husk_server::tokens::token_hash;
 use libfuzzer_sys::fuzz_target;
 use tower::ServiceExt;
 
@@ -35,11 +35,11 @@ struct Echo;
 impl Handler for Echo {
     fn handle(&self, job: &LockedJob, _cancel: &CancelToken) -> Handled {
         let result = if job.input.starts_with(b"\"fail") {
-            JobResult::Fault(husk::fault::Fault::new("echo.fail", job.input.clone()))
+            Ending::Fault(husk::fault::Fault::new("echo.fail", job.input.clone()))
         } else {
-            JobResult::Output(job.input.clone())
+            Ending::Returned(job.input.clone())
         };
-        Handled { result, plugin_version: None, killed: None, fuel_consumed: None }
+        Handled::new(result)
     }
 }
 

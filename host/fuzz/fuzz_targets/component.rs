@@ -38,7 +38,8 @@ fn contract() -> &'static (Resolve, wit_parser::WorldId, wit_parser::WorldId) {
     static CONTRACT: OnceLock<(Resolve, wit_parser::WorldId, wit_parser::WorldId)> = OnceLock::new();
     CONTRACT.get_or_init(|| {
         let mut resolve = Resolve::default();
-        let package = resolve.push_str("worker.wit", include_str!("../../../wit/worker.wit")).expect("the contract parses");
+        let package =
+            resolve.push_str("worker.wit", include_str!("../../../wit/worker.wit")).expect("the contract parses");
         let operation = resolve.select_world(&[package], Some("operation")).unwrap();
         let mapper = resolve.select_world(&[package], Some("error-mapper")).unwrap();
         (resolve, operation, mapper)

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use husk::engine::{Engine, EngineConfig};
 use husk::fault::Fault;
 use husk::plugin::World;
-use husk::sandbox::{Job, Limits, RunEnding, Sandbox};
+use husk::sandbox::{Ending, Job, Limits, Sandbox};
 
 fn component(language: &str, name: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/guests");
@@ -80,7 +80,7 @@ fn main() {
                     input: br#"{"name":"bench","amount":12.5}"#.to_vec(),
                 };
                 let (execution, took) = timed(|| cached.execute(&plugin, &job, &limits, None).unwrap());
-                assert!(matches!(execution.ending, RunEnding::Returned(_)), "{language}: {:?}", execution.ending);
+                assert!(matches!(execution.ending, Ending::Returned(_)), "{language}: {:?}", execution.ending);
                 peak = peak.max(execution.peak_memory);
                 took
             })
@@ -95,7 +95,7 @@ fn main() {
         let mut classify: Vec<Duration> = (0..runs.min(200))
             .map(|_| {
                 let (classified, took) = timed(|| cached.classify(&mapper, &fault, &mapper_limits).unwrap());
-                assert!(matches!(classified.ending, RunEnding::Returned(_)), "{language}: {:?}", classified.ending);
+                assert!(matches!(classified.ending, Ending::Returned(_)), "{language}: {:?}", classified.ending);
                 mapper_peak = mapper_peak.max(classified.peak_memory);
                 took
             })

@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use husk::dispatch::JobResult;
 use husk::engine::EngineConfig;
 use husk::outcome::{Outcome, OutcomeSink, TerminalOutcome};
 use husk::sandbox::CancelToken;
+use husk::sandbox::Ending;
 use husk::store::{JobStore, LockedJob, MemoryStore};
 use husk::worker::{Handled, Handler};
 use husk::{Host, PluginSource, Topic};
@@ -72,7 +72,7 @@ impl Handler for NativeTransform {
             amount_cents: (input.amount * 100.0).round() as i64,
         })
         .unwrap();
-        Handled { result: JobResult::Output(output), plugin_version: None, killed: None, fuel_consumed: None }
+        Handled::new(Ending::Returned(output))
     }
 }
 

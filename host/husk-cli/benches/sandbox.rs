@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group};
 use husk::engine::{Engine, EngineConfig};
 use husk::plugin::{Plugin, World};
-use husk::sandbox::{Job, Limits, RunEnding, Sandbox};
+use husk::sandbox::{Ending, Job, Limits, Sandbox};
 
 fn transform_path() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("HUSK_GUEST_DIR")).join("transform.wasm")
@@ -30,7 +30,7 @@ fn job() -> Job {
 
 fn run_one(sandbox: &Sandbox, plugin: &Plugin, job: &Job, limits: &Limits) {
     let execution = sandbox.execute(plugin, job, limits, None).unwrap();
-    assert!(matches!(execution.ending, RunEnding::Returned(_)));
+    assert!(matches!(execution.ending, Ending::Returned(_)));
     black_box(execution);
 }
 

@@ -13,7 +13,7 @@
 //!   a cancel of a running job sends `NOTIFY husk_cancel` with its id (both
 //!   suffixed `_<schema>` when a schema is configured). One
 //!   listening connection per process forwards both to the dispatcher
-//!   ([`StoreEvents`]); gates and lock expiries are timed wakes computed by
+//!   ([`StoreEvents`](husk::store::StoreEvents)); gates and lock expiries are timed wakes computed by
 //!   every fetch (`next_wake`).
 //! - The outcome log's `seq` is taken from one counter row, updated as the
 //!   last write of a transaction that ends jobs: outcome-producing commits
@@ -105,7 +105,7 @@ pub fn redact_url(url: &str) -> String {
     format!("{scheme}://{authority}{tail}")
 }
 
-/// The PostgreSQL [`JobStore`].
+/// The PostgreSQL [`JobStore`](husk::store::JobStore).
 pub struct PostgresStore {
     name: String,
     config: postgres::Config,

@@ -135,7 +135,7 @@ impl Metrics {
 impl AttemptObserver for Metrics {
     fn attempted(&self, topic: &str, handled: &Handled) {
         self.attempts.get_or_create(&Self::topic(topic)).inc();
-        if let Some(reason) = handled.killed {
+        if let Some(reason) = handled.killed() {
             self.kills.get_or_create(&KillLabels { topic: topic.to_owned(), reason: reason.to_owned() }).inc();
         }
         if let Some(fuel) = handled.fuel_consumed {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::bindings;
 use crate::fault::Fault;
 use crate::plugin::Plugin;
-use crate::sandbox::{Limits, RunEnding, Sandbox};
+use crate::sandbox::{Ending, Limits, Sandbox};
 
 /// What a fault means.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,13 +82,13 @@ impl ErrorMapper {
             ErrorMapper::Rules(rules) => rules.classify(fault),
             ErrorMapper::Wasm { sandbox, plugin, limits } => match sandbox.classify(plugin, fault, limits) {
                 Ok(execution) => match execution.ending {
-                    RunEnding::Returned(classification) => classification.into(),
-                    RunEnding::Killed(kill) => Classification::technical(format!(
+                    Ending::Returned(classification) => classification.into(),
+                    Ending::Killed(kill) => Classification::technical(format!(
                         "error mapper failed on fault {} ({}): {kill}",
                         fault.code,
                         kill.code()
                     )),
-                    RunEnding::Fault(_) | RunEnding::Cancelled => {
+                    Ending::Fault(_) | Ending::Cancelled => {
                         Classification::technical(format!("error mapper gave no classification for {}", fault.code))
                     }
                 },

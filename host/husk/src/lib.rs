@@ -23,7 +23,7 @@
 //!
 //! ```no_run
 //! use husk::engine::{Engine, EngineConfig};
-//! use husk::plugin::{Plugin, World};
+//! use husk::plugin::World;
 //! use husk::sandbox::{Job, Limits, Sandbox};
 //!
 //! # fn main() -> anyhow::Result<()> {
@@ -31,7 +31,7 @@
 //! let plugin = sandbox.load("transform.wasm".as_ref(), World::Operation)?;
 //! let job = Job { id: "job-1".into(), topic: "greet".into(), attempt: 1, input: br#"{"name":"Ada"}"#.to_vec() };
 //! let execution = sandbox.execute(&plugin, &job, &Limits::default(), None)?;
-//! println!("{:?} in {:?}", execution.ending(), execution.elapsed);
+//! println!("{:?} in {:?}", execution.ending, execution.elapsed);
 //! # Ok(())
 //! # }
 //! ```

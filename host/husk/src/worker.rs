@@ -11,32 +11,45 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use crate::dispatch::{Dispatcher, JobResult};
-use crate::fault::{Fault, codes};
+use crate::dispatch::Dispatcher;
 use crate::plugin::Plugin;
 use crate::quota::ConcurrencyGate;
-use crate::sandbox::{CancelToken, Job, Limits, RunEnding, Sandbox};
-use crate::store::{LockedJob, Report, Reported};
+use crate::sandbox::{CancelToken, Ending, Job, Kill, Limits, Sandbox};
+use crate::store::{FetchRequest, LockedJob, Report, Reported};
 
 /// What a handler made of one job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handled {
-    /// The raw result.
-    pub result: JobResult,
+    /// How the run ended.
+    pub ending: Ending,
+    /// How long it ran.
+    pub elapsed: Duration,
     /// The version (plugin digest) that ran it, if any.
     pub plugin_version: Option<String>,
-    /// The reserved code when the run was killed at a limit or trapped.
-    pub killed: Option<&'static str>,
     /// Fuel the run consumed, when fuel is metered.
     pub fuel_consumed: Option<u64>,
 }
 
 impl Handled {
+    /// A run of no measured length by no plugin version (a native
+    /// handler's) that ended `ending`.
+    pub fn new(ending: Ending) -> Self {
+        Self { ending, elapsed: Duration::ZERO, plugin_version: None, fuel_consumed: None }
+    }
+
     /// A run that failed in the host itself (the sandbox could not run it,
-    /// or a native handler panicked): a `husk.trap` fault with `message`.
+    /// or a native handler panicked): a `husk.trap` with `message`.
     pub fn trap(message: &str, plugin_version: Option<String>) -> Self {
-        let fault = Fault::json(codes::TRAP, &serde_json::json!({ "message": message }));
-        Self { result: JobResult::Fault(fault), plugin_version, killed: Some(codes::TRAP), fuel_consumed: None }
+        let kill = Kill::Trap { reason: message.to_owned(), guest_message: None };
+        Self { plugin_version, ..Self::new(Ending::Killed(kill)) }
+    }
+
+    /// The reserved code when the run was killed at a limit or trapped.
+    pub fn killed(&self) -> Option<&'static str> {
+        match &self.ending {
+            Ending::Killed(kill) => Some(kill.code()),
+            _ => None,
+        }
     }
 }
 
@@ -130,13 +143,12 @@ fn run_wasm(sandbox: &Sandbox, plugin: &Plugin, limits: &Limits, job: &LockedJob
             return Handled::trap(&error.to_string(), version);
         }
     };
-    let (result, killed) = match execution.ending {
-        RunEnding::Returned(output) => (JobResult::Output(output), None),
-        RunEnding::Fault(fault) => (JobResult::Fault(fault), None),
-        RunEnding::Killed(kill) => (JobResult::Fault(kill.to_fault(execution.elapsed)), Some(kill.code())),
-        RunEnding::Cancelled => (JobResult::Cancelled, None),
-    };
-    Handled { result, plugin_version: version, killed, fuel_consumed: execution.fuel_consumed }
+    Handled {
+        ending: execution.ending,
+        elapsed: execution.elapsed,
+        plugin_version: version,
+        fuel_consumed: execution.fuel_consumed,
+    }
 }
 
 /// How a topic's pool runs. `PoolConfig::default()` gives:
@@ -290,15 +302,14 @@ impl Worker {
     fn run(self) {
         let mut store_failures = 0u32;
         while !self.stop.load(Ordering::Acquire) {
-            let fetched = self.dispatcher.fetch_gated(
-                &self.name,
-                &self.topics,
-                self.config.fetch_batch,
-                self.config.lock_duration,
-                self.config.poll,
-                &self.stop,
-                self.hooks.gate.as_deref(),
-            );
+            let request = FetchRequest {
+                worker: &self.name,
+                topics: &self.topics,
+                max: self.config.fetch_batch,
+                lock_duration: self.config.lock_duration,
+            };
+            let fetched =
+                self.dispatcher.fetch_and_lock(request, self.config.poll, &self.stop, self.hooks.gate.as_deref());
             let jobs = match fetched {
                 Ok(jobs) => {
                     store_failures = 0;
@@ -325,17 +336,17 @@ impl Worker {
                 let guard = self.dispatcher.running(job.id());
                 let span = tracing::debug_span!("job", job.id = %job.id(), topic = %job.topic, attempt = job.attempt);
                 let handled = span.in_scope(|| Self::run_one(handler, job, guard.token()));
-                if let Some(code) = handled.killed {
+                if let Some(code) = handled.killed() {
                     self.dispatcher.count_kill(code);
                 }
                 if let Some(observer) = &self.hooks.observer {
                     observer.attempted(&job.topic, &handled);
                 }
-                let report = if handled.result == JobResult::Cancelled && self.dispatcher.interrupting() {
+                let report = if handled.ending == Ending::Cancelled && self.dispatcher.interrupting() {
                     // Interrupted at the end of a shutdown's grace period.
                     Report::Release
                 } else {
-                    self.dispatcher.judge(job, handled.result, handled.plugin_version.as_deref())
+                    self.dispatcher.judge(job, handled.ending, handled.elapsed, handled.plugin_version.as_deref())
                 };
                 reports.push((job.lock, report));
                 guards.push(guard);

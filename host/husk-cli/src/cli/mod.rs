@@ -20,7 +20,7 @@ use crate::client::Client;
 use husk::engine::{Engine, EngineConfig};
 use husk::fault::body_value;
 use husk::plugin::{Plugin, World};
-use husk::sandbox::{Execution, Job, Limits, RunEnding, Sandbox};
+use husk::sandbox::{Ending, Execution, Job, Limits, Sandbox};
 use husk::store::{JobStore, MemoryStore};
 use husk_sqlite::{Durability, SqliteStore};
 
@@ -455,13 +455,13 @@ fn load_run_plugin(sandbox: &Sandbox, args: &RunArgs) -> Result<Plugin, husk::pl
 
 fn report(execution: &Execution, plugin: &Plugin) -> (serde_json::Value, u8) {
     let (mut report, code) = match &execution.ending {
-        RunEnding::Returned(output) => (json!({ "outcome": "completed", "output": body_value(output) }), 0),
-        RunEnding::Fault(fault) => (json!({ "outcome": "fault", "fault": fault }), EXIT_GUEST_FAULT),
-        RunEnding::Killed(kill) => {
+        Ending::Returned(output) => (json!({ "outcome": "completed", "output": body_value(output) }), 0),
+        Ending::Fault(fault) => (json!({ "outcome": "fault", "fault": fault }), EXIT_GUEST_FAULT),
+        Ending::Killed(kill) => {
             let code = if kill.is_limit() { EXIT_LIMIT_KILL } else { EXIT_TRAP };
             (json!({ "outcome": "killed", "fault": kill.to_fault(execution.elapsed) }), code)
         }
-        RunEnding::Cancelled => (json!({ "outcome": "cancelled" }), EXIT_LIMIT_KILL),
+        Ending::Cancelled => (json!({ "outcome": "cancelled" }), EXIT_LIMIT_KILL),
     };
     report["stats"] = json!({
         "elapsed_ms": execution.elapsed.as_secs_f64() * 1e3,

@@ -26,7 +26,7 @@ use crate::fault::Fault;
 use crate::outcome::{Outcome, OutcomeSink, TerminalOutcome};
 use crate::quota::ConcurrencyGate;
 use crate::retry::{RetryPolicy, RetryPolicySpec};
-use crate::sandbox::CancelToken;
+use crate::sandbox::{CancelToken, Ending};
 use crate::store::{
     CancelResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Report, Reported,
     RetryIncidentResult, StoreError, StoreEvents,
@@ -61,17 +61,6 @@ pub enum EnqueueError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// What one run of a job produced, as a worker reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobResult {
-    /// Output.
-    Output(Vec<u8>),
-    /// A raw fault: the guest's own or a kill's reserved fault.
-    Fault(Fault),
-    /// The run was cancelled.
-    Cancelled,
 }
 
 /// The dispatcher. Shared by every worker and API handler (`Arc`).
@@ -212,40 +201,20 @@ impl Dispatcher {
         Ok(enqueued)
     }
 
-    /// Locks up to `max` jobs of `topics` for `worker`, waiting up to `wait`
-    /// (clock time) for one to become fetchable. Returns no jobs when the
-    /// wait ends, the dispatcher shuts down, or `stop` is set.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`] when the store fails.
-    pub fn fetch(
-        &self,
-        worker: &str,
-        topics: &[String],
-        max: usize,
-        lock_duration: Duration,
-        wait: Duration,
-        stop: &AtomicBool,
-    ) -> Result<Vec<LockedJob>, StoreError> {
-        self.fetch_gated(worker, topics, max, lock_duration, wait, stop, None)
-    }
-
-    /// [`Dispatcher::fetch`] within a tenant's concurrency `gate`: one
-    /// permit per job returned, which the caller gives back once the job's
-    /// report is in. While the tenant is at its limit the fetch waits
+    /// Locks up to `request.max` jobs of `request.topics` for
+    /// `request.worker`, waiting up to `wait` (clock time) for one to become
+    /// fetchable. Returns no jobs when the wait ends, the dispatcher shuts
+    /// down, or `stop` is set. With a tenant's concurrency `gate`, one permit
+    /// is taken per job returned, which the caller gives back once the job's
+    /// report is in; while the tenant is at its limit the fetch waits
     /// without claiming (and holds no permit while it finds nothing).
     ///
     /// # Errors
     ///
     /// [`StoreError`] when the store fails.
-    #[expect(clippy::too_many_arguments, reason = "fetch's arguments plus the gate; one call site")]
-    pub fn fetch_gated(
+    pub fn fetch_and_lock(
         &self,
-        worker: &str,
-        topics: &[String],
-        max: usize,
-        lock_duration: Duration,
+        request: FetchRequest<'_>,
         wait: Duration,
         stop: &AtomicBool,
         gate: Option<&ConcurrencyGate>,
@@ -257,11 +226,10 @@ impl Dispatcher {
             }
             let seen = self.notifier.generation();
             let now = self.clock.now();
-            let permits = gate.map_or(max, |g| g.try_take(max));
+            let permits = gate.map_or(request.max, |g| g.try_take(request.max));
             let mut next_wake = None;
             if permits > 0 {
-                let request = FetchRequest { worker, topics, max: permits, lock_duration };
-                let fetched = self.store.fetch_and_lock(request, now);
+                let fetched = self.store.fetch_and_lock(FetchRequest { max: permits, ..request }, now);
                 if let Some(gate) = gate
                     && gate.give(permits - fetched.as_ref().map_or(0, |f| f.jobs.len()))
                 {
@@ -285,16 +253,19 @@ impl Dispatcher {
         }
     }
 
-    /// Decides what a run's result means, classifying a fault with the
-    /// topic's mapper. Runs on the caller's thread, outside the store. The
-    /// report carries `plugin_version` to the job's attempt history.
-    pub fn judge(&self, job: &LockedJob, result: JobResult, plugin_version: Option<&str>) -> Report {
+    /// Decides what a run's ending means, classifying a fault — the guest's
+    /// own, or a kill's reserved one (its body saying the run took
+    /// `elapsed`) — with the topic's mapper. Runs on the caller's thread,
+    /// outside the store. The report carries `plugin_version` to the job's
+    /// attempt history.
+    pub fn judge(&self, job: &LockedJob, ending: Ending, elapsed: Duration, plugin_version: Option<&str>) -> Report {
         let version = || plugin_version.map(str::to_owned);
         let end = |outcome: Outcome| Report::End { outcome, plugin_version: version() };
-        let fault = match result {
-            JobResult::Output(output) => return Report::Completed { output, plugin_version: version() },
-            JobResult::Cancelled => return end(Outcome::Cancelled),
-            JobResult::Fault(fault) => fault,
+        let fault = match ending {
+            Ending::Returned(output) => return Report::Completed { output, plugin_version: version() },
+            Ending::Cancelled => return end(Outcome::Cancelled),
+            Ending::Fault(fault) => fault,
+            Ending::Killed(kill) => kill.to_fault(elapsed),
         };
         let policy = self.topic(&job.topic);
         let classification = classify(policy.as_ref().and_then(|p| p.mapper.as_ref()), &fault);
@@ -346,7 +317,8 @@ impl Dispatcher {
         Ok(results)
     }
 
-    /// Judges and submits one result.
+    /// Judges and submits one ending (of a run that took no time: for
+    /// callers that report by hand).
     ///
     /// # Errors
     ///
@@ -354,10 +326,10 @@ impl Dispatcher {
     pub fn report(
         &self,
         job: &LockedJob,
-        result: JobResult,
+        ending: Ending,
         plugin_version: Option<&str>,
     ) -> Result<Reported, StoreError> {
-        let report = self.judge(job, result, plugin_version);
+        let report = self.judge(job, ending, Duration::ZERO, plugin_version);
         Ok(self.submit(vec![(job.lock, report)])?.remove(0))
     }
 

@@ -95,25 +95,12 @@ impl Limits {
     }
 }
 
-/// How a job ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ending {
-    /// The guest returned output.
-    Completed(Vec<u8>),
-    /// The guest returned a fault of its own.
-    Fault(Fault),
-    /// The host killed the job at a limit, or it trapped.
-    Killed(Kill),
-    /// The job was cancelled through its [`CancelToken`].
-    Cancelled,
-}
-
 /// One run of a guest: its ending and what it used.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Execution<T = Vec<u8>> {
     /// How the run ended. For an operation, `T` is its output; for an
     /// error mapper, its classification.
-    pub ending: RunEnding<T>,
+    pub ending: Ending<T>,
     /// Wall time from store creation to the end of the call.
     pub elapsed: Duration,
     /// Fuel consumed, when fuel is enabled.
@@ -124,9 +111,12 @@ pub struct Execution<T = Vec<u8>> {
     pub log: LogStats,
 }
 
-/// How a run ended, generic over what success returns.
+/// How a run ended, generic over what success returns: an operation's
+/// output (the default), an error mapper's classification. The one ending
+/// type of husk: the sandbox returns it, a worker reports it, the
+/// dispatcher judges it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunEnding<T> {
+pub enum Ending<T = Vec<u8>> {
     /// The guest returned normally.
     Returned(T),
     /// The guest returned a fault of its own (operations only).
@@ -138,25 +128,15 @@ pub enum RunEnding<T> {
 }
 
 impl Execution {
-    /// The job's ending as an operation result.
-    pub fn ending(&self) -> Ending {
-        match &self.ending {
-            RunEnding::Returned(output) => Ending::Completed(output.clone()),
-            RunEnding::Fault(fault) => Ending::Fault(fault.clone()),
-            RunEnding::Killed(kill) => Ending::Killed(kill.clone()),
-            RunEnding::Cancelled => Ending::Cancelled,
-        }
-    }
-
     /// The raw `<code, body>` result: output, or the fault to classify (a
     /// guest fault, or a kill turned into its reserved fault). `None` for a
     /// cancelled job, which has no result.
     pub fn raw_result(&self) -> Option<Result<&[u8], Fault>> {
         match &self.ending {
-            RunEnding::Returned(output) => Some(Ok(output)),
-            RunEnding::Fault(fault) => Some(Err(fault.clone())),
-            RunEnding::Killed(kill) => Some(Err(kill.to_fault(self.elapsed))),
-            RunEnding::Cancelled => None,
+            Ending::Returned(output) => Some(Ok(output)),
+            Ending::Fault(fault) => Some(Err(fault.clone())),
+            Ending::Killed(kill) => Some(Err(kill.to_fault(self.elapsed))),
+            Ending::Cancelled => None,
         }
     }
 }
@@ -317,11 +297,11 @@ impl Sandbox {
                 Err(fault) => fault.code.len() + fault.body.len(),
             } as u64;
             if size > limits.max_output {
-                return RunEnding::Killed(Kill::OutputTooLarge { limit: limits.max_output, size });
+                return Ending::Killed(Kill::OutputTooLarge { limit: limits.max_output, size });
             }
             match result {
-                Ok(output) => RunEnding::Returned(output),
-                Err(fault) => RunEnding::Fault(fault),
+                Ok(output) => Ending::Returned(output),
+                Err(fault) => Ending::Fault(fault),
             }
         }))
     }
@@ -352,9 +332,9 @@ impl Sandbox {
         Ok(run.finish(result).and_then_returned(|classification| {
             let size = classification_strings(&classification).map(str::len).max().unwrap_or(0) as u64;
             if size > limits.max_output {
-                return RunEnding::Killed(Kill::OutputTooLarge { limit: limits.max_output, size });
+                return Ending::Killed(Kill::OutputTooLarge { limit: limits.max_output, size });
             }
-            RunEnding::Returned(classification)
+            Ending::Returned(classification)
         }))
     }
 
@@ -430,12 +410,12 @@ impl Run {
         drop(store);
         log.finish();
         let ending = match result {
-            Ok(value) => RunEnding::Returned(value),
+            Ok(value) => Ending::Returned(value),
             Err(error) => {
                 let cx = FailureContext { elapsed, guest_message: log.stderr_tail(), ..cx };
                 match classify_error(&error, cx) {
-                    Failure::Cancelled => RunEnding::Cancelled,
-                    Failure::Killed(kill) => RunEnding::Killed(kill),
+                    Failure::Cancelled => Ending::Cancelled,
+                    Failure::Killed(kill) => Ending::Killed(kill),
                 }
             }
         };
@@ -457,12 +437,12 @@ fn classification_strings(classification: &Classification) -> impl Iterator<Item
 }
 
 impl<T> Execution<T> {
-    fn and_then_returned<U>(self, f: impl FnOnce(T) -> RunEnding<U>) -> Execution<U> {
+    fn and_then_returned<U>(self, f: impl FnOnce(T) -> Ending<U>) -> Execution<U> {
         let ending = match self.ending {
-            RunEnding::Returned(value) => f(value),
-            RunEnding::Fault(fault) => RunEnding::Fault(fault),
-            RunEnding::Killed(kill) => RunEnding::Killed(kill),
-            RunEnding::Cancelled => RunEnding::Cancelled,
+            Ending::Returned(value) => f(value),
+            Ending::Fault(fault) => Ending::Fault(fault),
+            Ending::Killed(kill) => Ending::Killed(kill),
+            Ending::Cancelled => Ending::Cancelled,
         };
         Execution {
             ending,
