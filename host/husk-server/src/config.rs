@@ -21,6 +21,8 @@ use husk::store::{JobStore, MemoryStore, StoreError};
 use husk_postgres::{PostgresConfig, PostgresStore};
 use husk_sqlite::{Durability, SqliteStore};
 
+use crate::tokens::TokenRef;
+
 /// The default SQLite file, relative to the config file's directory.
 pub const DEFAULT_STORE: &str = "husk-data/husk.db";
 
@@ -168,14 +170,52 @@ pub struct TopicConfig {
     pub mapper_deadline: Option<Duration>,
 }
 
-/// Why a config file was refused.
+/// What is wrong in a config text: the key (a dotted path such as
+/// `topics.a.workers`; empty for the text as a whole) and why, on one line
+/// (with the line number when the TOML parser knows it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyError {
+    /// The key.
+    pub key: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl KeyError {
+    fn new(key: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { key: key.into(), reason: reason.into() }
+    }
+}
+
+impl std::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.key.is_empty() { f.write_str(&self.reason) } else { write!(f, "{}: {}", self.key, self.reason) }
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+/// Why a config file was refused: one line naming the file, the key and
+/// the reason.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: {message}")]
-pub struct ConfigError {
-    /// The file.
-    pub file: PathBuf,
-    /// The key and the reason, on one line.
-    pub message: String,
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("{}: cannot read: {source}", file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A key is wrong.
+    #[error("{}: {error}", file.display())]
+    Invalid {
+        /// The file.
+        file: PathBuf,
+        /// The key and why.
+        error: KeyError,
+    },
 }
 
 impl Config {
@@ -185,84 +225,91 @@ impl Config {
     ///
     /// [`ConfigError`] naming the file, the key and the reason.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let fail = |message: String| ConfigError { file: path.to_owned(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read: {e}")))?;
-        Self::parse(&text).map_err(fail)
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { file: path.to_owned(), source })?;
+        Self::parse(&text).map_err(|error| ConfigError::Invalid { file: path.to_owned(), error })
     }
 
     /// Parses and checks the text of a config file.
     ///
     /// # Errors
     ///
-    /// `key: reason (line N)` on one line.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let deserializer = toml::Deserializer::parse(text).map_err(|e| one_line(text, &e))?;
+    /// [`KeyError`]: the key, and the reason with its line when known.
+    pub fn parse(text: &str) -> Result<Self, KeyError> {
+        let deserializer = toml::Deserializer::parse(text).map_err(|e| KeyError::new("", one_line(text, &e)))?;
         let config: Config = serde_path_to_error::deserialize(deserializer).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let at = one_line(text, &inner);
-            if path.is_empty() || path == "." { at } else { format!("{path}: {at}") }
+            KeyError::new(if path == "." { String::new() } else { path }, one_line(text, &inner))
         })?;
         config.check()?;
         Ok(config)
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), KeyError> {
         for (name, topic) in &self.topics {
             if topic.mapper.is_some() && topic.mapper_rules.is_some() {
-                return Err(format!("topics.{name}: set `mapper` or `mapper_rules`, not both"));
+                return Err(KeyError::new(format!("topics.{name}"), "set `mapper` or `mapper_rules`, not both"));
             }
             if topic.mapper_deadline.is_some() && topic.mapper.is_none() {
                 let has = if topic.mapper_rules.is_some() { "`mapper_rules`" } else { "no mapper" };
-                return Err(format!(
-                    "topics.{name}.mapper_deadline: applies to a Wasm `mapper` only, and this topic has {has}"
+                return Err(KeyError::new(
+                    format!("topics.{name}.mapper_deadline"),
+                    format!("applies to a Wasm `mapper` only, and this topic has {has}"),
                 ));
             }
             if topic.workers == Some(0) {
-                return Err(format!("topics.{name}.workers: must be at least 1"));
+                return Err(KeyError::new(format!("topics.{name}.workers"), "must be at least 1"));
             }
             if topic.fetch_batch == Some(0) {
-                return Err(format!("topics.{name}.fetch_batch: must be at least 1"));
+                return Err(KeyError::new(format!("topics.{name}.fetch_batch"), "must be at least 1"));
             }
         }
         if self.topics.is_empty() {
-            return Err("topics: no topic configured (add a [topics.<name>] table)".into());
+            return Err(KeyError::new("topics", "no topic configured (add a [topics.<name>] table)"));
         }
         for (name, tenant) in &self.tenants {
             for (i, token) in tenant.tokens.iter().enumerate() {
-                TokenRef::parse(token).map_err(|reason| format!("tenants.{name}.tokens[{i}]: {reason}"))?;
+                TokenRef::parse(token)
+                    .map_err(|e| KeyError::new(format!("tenants.{name}.tokens[{i}]"), e.to_string()))?;
             }
             if tenant.max_concurrent == Some(0) {
-                return Err(format!("tenants.{name}.max_concurrent: must be at least 1"));
+                return Err(KeyError::new(format!("tenants.{name}.max_concurrent"), "must be at least 1"));
             }
         }
         for (name, topic) in &self.topics {
             self.check_ceilings(name, topic)?;
         }
         if let Some(listen) = &self.listen {
-            listen.parse::<std::net::SocketAddr>().map_err(|e| format!("listen: `{listen}`: {e}"))?;
+            listen.parse::<std::net::SocketAddr>().map_err(|e| KeyError::new("listen", format!("`{listen}`: {e}")))?;
         }
         Ok(())
     }
 
     /// A topic's tenant exists and its limits are within the tenant's
     /// ceilings.
-    fn check_ceilings(&self, name: &str, topic: &TopicConfig) -> Result<(), String> {
+    fn check_ceilings(&self, name: &str, topic: &TopicConfig) -> Result<(), KeyError> {
         let Some(tenant_name) = &topic.tenant else {
             if self.tenants.is_empty() {
                 return Ok(());
             }
-            return Err(format!(
-                "topics.{name}.tenant: missing (every topic names its tenant when tenants are configured)"
+            return Err(KeyError::new(
+                format!("topics.{name}.tenant"),
+                "missing (every topic names its tenant when tenants are configured)",
             ));
         };
-        let tenant = self
-            .tenants
-            .get(tenant_name)
-            .ok_or_else(|| format!("topics.{name}.tenant: no tenant `{tenant_name}` (add [tenants.{tenant_name}])"))?;
+        let tenant = self.tenants.get(tenant_name).ok_or_else(|| {
+            KeyError::new(
+                format!("topics.{name}.tenant"),
+                format!("no tenant `{tenant_name}` (add [tenants.{tenant_name}])"),
+            )
+        })?;
         let limits = topic.limits();
         let above = |key: &str, value: String, ceiling: String| {
-            Err(format!("topics.{name}.{key}: {value} is above tenant `{tenant_name}`'s ceiling of {ceiling}"))
+            Err(KeyError::new(
+                format!("topics.{name}.{key}"),
+                format!("{value} is above tenant `{tenant_name}`'s ceiling of {ceiling}"),
+            ))
         };
         if let Some(max) = tenant.max_memory
             && limits.memory > max.as_u64()
@@ -414,54 +461,5 @@ fn one_line(text: &str, error: &toml::de::Error) -> String {
             format!("{message} (line {line})")
         }
         None => message,
-    }
-}
-
-/// A tenant's API token as the config names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenRef {
-    /// The SHA-256 of the token, lowercase hex.
-    Sha256(String),
-    /// The environment variable holding the token.
-    Env(String),
-}
-
-impl TokenRef {
-    /// Parses `sha256:<hex>` or `env:VAR`.
-    ///
-    /// # Errors
-    ///
-    /// Why the text is neither (a token in clear is refused).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        if let Some(hex) = text.strip_prefix("sha256:") {
-            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err("`sha256:` takes the 64 hex digits of the token's SHA-256".into());
-            }
-            return Ok(TokenRef::Sha256(hex.to_ascii_lowercase()));
-        }
-        if let Some(var) = text.strip_prefix("env:") {
-            if var.is_empty() {
-                return Err("`env:` takes the name of an environment variable".into());
-            }
-            return Ok(TokenRef::Env(var.to_owned()));
-        }
-        Err("a token is `sha256:<hex of its SHA-256>` or `env:VAR`, never the token itself \
-             (hash one with `printf %s TOKEN | sha256sum`)"
-            .into())
-    }
-
-    /// The token's SHA-256 (hex), reading the environment for `env:`.
-    ///
-    /// # Errors
-    ///
-    /// When the variable is unset or empty.
-    pub fn resolve(&self) -> Result<String, String> {
-        match self {
-            TokenRef::Sha256(hex) => Ok(hex.clone()),
-            TokenRef::Env(var) => match std::env::var(var) {
-                Ok(token) if !token.is_empty() => Ok(crate::tokens::token_hash(&token)),
-                _ => Err(format!("environment variable `{var}` is not set")),
-            },
-        }
     }
 }

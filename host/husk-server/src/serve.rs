@@ -11,9 +11,10 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 
 use crate::api::{Api, BodyLimits, OutcomeFeed};
-use crate::config::{Config, ConfigError, TokenRef};
+use crate::config::{Config, ConfigError, KeyError};
 use crate::metrics::Metrics;
 use crate::tokens::Tenants;
+use crate::tokens::TokenRef;
 use husk::host::{Host, PluginSource};
 use husk::outcome::{OutcomeSink, TerminalOutcome};
 use husk::quota::Quota;
@@ -67,9 +68,9 @@ fn tenants(config: &Config, file: &Path) -> Result<Tenants, ConfigError> {
     let mut hashes = Vec::new();
     for (name, tenant) in &config.tenants {
         for (i, token) in tenant.tokens.iter().enumerate() {
-            let hash = TokenRef::parse(token).and_then(|t| t.resolve()).map_err(|reason| ConfigError {
+            let hash = TokenRef::parse(token).and_then(|t| t.resolve()).map_err(|reason| ConfigError::Invalid {
                 file: file.to_owned(),
-                message: format!("tenants.{name}.tokens[{i}]: {reason}"),
+                error: KeyError { key: format!("tenants.{name}.tokens[{i}]"), reason: reason.to_string() },
             })?;
             hashes.push((hash, name.clone()));
         }

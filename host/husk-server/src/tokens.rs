@@ -30,3 +30,70 @@ impl Tenants {
 pub fn token_hash(token: &str) -> String {
     husk::engine::content_digest(token.as_bytes())
 }
+
+/// Why a token reference in the config is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// `sha256:` not followed by 64 hex digits.
+    #[error("`sha256:` takes the 64 hex digits of the token's SHA-256")]
+    BadHash,
+    /// `env:` with no variable name.
+    #[error("`env:` takes the name of an environment variable")]
+    NoVariable,
+    /// Neither form: a token in clear, which is refused.
+    #[error(
+        "a token is `sha256:<hex of its SHA-256>` or `env:VAR`, never the token itself (hash one with `printf %s TOKEN | sha256sum`)"
+    )]
+    InClear,
+    /// The `env:` variable is unset or empty.
+    #[error("environment variable `{0}` is not set")]
+    Unset(String),
+}
+
+/// A tenant's API token as the config names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenRef {
+    /// The SHA-256 of the token, lowercase hex.
+    Sha256(String),
+    /// The environment variable holding the token.
+    Env(String),
+}
+
+impl TokenRef {
+    /// Parses `sha256:<hex>` or `env:VAR`.
+    ///
+    /// # Errors
+    ///
+    /// Why the text is neither (a token in clear is refused).
+    pub fn parse(text: &str) -> Result<Self, TokenError> {
+        if let Some(hex) = text.strip_prefix("sha256:") {
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(TokenError::BadHash);
+            }
+            return Ok(TokenRef::Sha256(hex.to_ascii_lowercase()));
+        }
+        if let Some(var) = text.strip_prefix("env:") {
+            if var.is_empty() {
+                return Err(TokenError::NoVariable);
+            }
+            return Ok(TokenRef::Env(var.to_owned()));
+        }
+        Err(TokenError::InClear)
+    }
+
+    /// The token's SHA-256 (hex), reading the environment for `env:`.
+    ///
+    /// # Errors
+    ///
+    /// When the variable is unset or empty.
+    pub fn resolve(&self) -> Result<String, TokenError> {
+        match self {
+            TokenRef::Sha256(hex) => Ok(hex.clone()),
+            TokenRef::Env(var) => match std::env::var(var) {
+                Ok(token) if !token.is_empty() => Ok(token_hash(&token)),
+                _ => Err(TokenError::Unset(var.clone())),
+            },
+        }
+    }
+}
