@@ -21,6 +21,8 @@ fn main() {
         env::var_os("HUSK_GUEST_TARGET_DIR").map_or_else(|| root.join("target").join("guests"), PathBuf::from);
 
     ensure_target_installed();
+    postgres_cfg(&root);
+    guest_toolchain_cfgs(&root);
 
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(cargo);
@@ -48,6 +50,48 @@ fn main() {
     }
     let guests = target_dir.join(TARGET).join("release");
     println!("cargo:rustc-env=HUSK_GUEST_DIR={}", guests.display());
+}
+
+/// Tells the tests whether a PostgreSQL test server is there (cfg
+/// `husk_postgres`): `scripts/postgres start` writes its URL to
+/// `target/postgres/url`, or `HUSK_TEST_POSTGRES` names one. Without it the
+/// PostgreSQL tests are ignored — listed as such, with the command that
+/// starts a server — instead of passing untested. Under `CI=true` the cfg
+/// is always set: there a missing server fails the tests.
+fn postgres_cfg(root: &Path) {
+    println!("cargo:rustc-check-cfg=cfg(husk_postgres)");
+    println!("cargo:rerun-if-env-changed=HUSK_TEST_POSTGRES");
+    println!("cargo:rerun-if-env-changed=CI");
+    // Watched as a directory, made here if missing (scripts/postgres keeps
+    // it): the script runs again when a server starts or stops, not at
+    // every build as a missing path would make it.
+    let state = root.join("target").join("postgres");
+    let _ = std::fs::create_dir_all(&state);
+    println!("cargo:rerun-if-changed={}", state.display());
+    let ci = env::var("CI").is_ok_and(|v| v == "true");
+    if ci || env::var_os("HUSK_TEST_POSTGRES").is_some() || state.join("url").exists() {
+        println!("cargo:rustc-cfg=husk_postgres");
+    }
+}
+
+/// Tells the tests which guest toolchains are installed (cfgs
+/// `husk_guests_python`, `husk_guests_js`, `husk_guests_c`):
+/// `scripts/build-guests <language>` notes a language's toolchain in
+/// `target/guests/<language>/tool` once it built its examples. Without it
+/// that language's tests are ignored, naming the command; under `CI=true`
+/// they always run, and a missing toolchain fails them.
+fn guest_toolchain_cfgs(root: &Path) {
+    let ci = env::var("CI").is_ok_and(|v| v == "true");
+    for language in ["python", "js", "c"] {
+        println!("cargo:rustc-check-cfg=cfg(husk_guests_{language})");
+        // Watched as a directory, made here if missing (as for PostgreSQL).
+        let dir = root.join("target").join("guests").join(language);
+        let _ = std::fs::create_dir_all(&dir);
+        println!("cargo:rerun-if-changed={}", dir.display());
+        if ci || dir.join("tool").exists() {
+            println!("cargo:rustc-cfg=husk_guests_{language}");
+        }
+    }
 }
 
 /// Installs the wasm32-wasip2 standard library with rustup when it is

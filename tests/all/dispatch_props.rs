@@ -12,7 +12,9 @@ use husk::sandbox::Ending;
 use husk::store::{JobId, LockedJob};
 use proptest::prelude::*;
 
-use crate::rig::{Backend, LOCK, Rig};
+use husk::store::conformance::Backend;
+
+use crate::rig::{LOCK, Rig};
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -41,7 +43,13 @@ fn result(kind: u8) -> Ending {
 }
 
 /// The property, on one backend.
-fn check(backend: Backend, jobs: usize, max_attempts: u32, delay: u64, steps: Vec<Step>) -> Result<(), TestCaseError> {
+fn check(
+    backend: &dyn Backend,
+    jobs: usize,
+    max_attempts: u32,
+    delay: u64,
+    steps: Vec<Step>,
+) -> Result<(), TestCaseError> {
     let rig = Rig::on(backend, None);
     let mapper = crate::rig::rules(serde_json::json!([{ "code": "business", "classify_as": "business-error" }]));
     let retry = RetryPolicySpec::Fixed { max_attempts, delay: Duration::from_secs(delay) };
@@ -99,11 +107,12 @@ fn check(backend: Backend, jobs: usize, max_attempts: u32, delay: u64, steps: Ve
 /// One property test per backend; stores that open a file or a schema per
 /// case run fewer cases of the same property.
 macro_rules! property_per_backend {
-    ($($name:ident: $backend:expr, $cases:expr;)*) => {$(
+    ($($(#[$meta:meta])* $name:ident: $backend:expr, $cases:expr;)*) => {$(
         proptest! {
             #![proptest_config(ProptestConfig { cases: $cases, ..ProptestConfig::default() })]
 
             #[test]
+            $(#[$meta])*
             fn $name(
                 jobs in 1usize..8,
                 max_attempts in 1u32..4,
@@ -111,7 +120,7 @@ macro_rules! property_per_backend {
                 steps in proptest::collection::vec(step(), 0..60),
             ) {
                 if let Some(backend) = $backend {
-                    check(backend, jobs, max_attempts, delay, steps)?;
+                    check(&backend, jobs, max_attempts, delay, steps)?;
                 }
             }
         }
@@ -119,7 +128,8 @@ macro_rules! property_per_backend {
 }
 
 property_per_backend! {
-    every_job_ends_exactly_once_within_its_attempts_memory: Some(Backend::Memory), 200;
-    every_job_ends_exactly_once_within_its_attempts_sqlite: Some(Backend::Sqlite), 40;
-    every_job_ends_exactly_once_within_its_attempts_postgres: Backend::postgres(), 25;
+    every_job_ends_exactly_once_within_its_attempts_memory: Some(crate::rig::memory), 200;
+    every_job_ends_exactly_once_within_its_attempts_sqlite: Some(crate::rig::sqlite), 40;
+    #[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
+    every_job_ends_exactly_once_within_its_attempts_postgres: crate::rig::pg::url().map(|_| crate::rig::postgres), 25;
 }

@@ -22,7 +22,7 @@ const TOLERANCE: u64 = 768 << 10;
 fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
     let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4096
+    pages * rustix::param::page_size() as u64
 }
 
 #[test]

@@ -106,6 +106,7 @@ fn sqlite_a_schema_1_file_is_upgraded_in_place_keeping_its_jobs() {
 }
 
 #[test]
+#[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
 fn postgres_a_schema_1_database_is_upgraded_in_place_keeping_its_jobs() {
     let Some(url) = crate::rig::pg::url() else { return };
     let schema = crate::rig::pg::TestSchema::new(url);

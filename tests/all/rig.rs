@@ -1,63 +1,31 @@
-//! A dispatcher on the in-memory store with a manual clock and a collecting
-//! sink, for dispatcher tests: time moves only when a test moves it.
+//! The backends the store conformance suite (`husk::store::conformance`)
+//! and the dispatcher's property tests run on: the memory store, SQLite in a
+//! temporary directory, PostgreSQL in a schema of its own per test.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
-use husk::classify::{ErrorMapper, Rule, Rules};
-use husk::clock::ManualClock;
-use husk::dispatch::{Dispatcher, TopicPolicy};
-use husk::fault::Fault;
-use husk::outcome::{CollectingSink, Outcome, TerminalOutcome};
-use husk::retry::RetryPolicySpec;
-use husk::sandbox::Ending;
-use husk::store::{FetchRequest, JobId, JobRecord, JobStore, LockedJob, MemoryStore, Reported};
+use husk::store::MemoryStore;
+pub use husk::store::conformance::{Fresh, LOCK, Rig, rules};
 use husk_sqlite::{Durability, SqliteStore};
 
-/// Lock duration of every fetch in these tests.
-pub const LOCK: Duration = Duration::from_secs(30);
-
-/// A job store backend the conformance tests run against.
-#[derive(Debug, Clone, Copy)]
-pub enum Backend {
-    Memory,
-    Sqlite,
-    /// The test server's URL (see [`postgres_url`]).
-    Postgres(&'static str),
+/// A fresh memory store.
+pub fn memory() -> Fresh {
+    Fresh::new(Arc::new(MemoryStore::new()), ())
 }
 
-/// What keeps a test store's backing alive: a temp dir, or a PostgreSQL
-/// schema dropped at the end.
-#[expect(dead_code, reason = "held only to be dropped with the store")]
-pub enum Backing {
-    Dir(tempfile::TempDir),
-    Schema(pg::TestSchema),
+/// A fresh SQLite store in a temporary directory.
+pub fn sqlite() -> Fresh {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("husk.db"), Durability::Normal).unwrap();
+    Fresh::new(Arc::new(store), dir)
 }
 
-impl Backend {
-    /// A fresh, empty store, and what must live as long as it.
-    pub fn store(self) -> (Arc<dyn JobStore>, Option<Backing>) {
-        match self {
-            Backend::Memory => (Arc::new(MemoryStore::new()), None),
-            Backend::Sqlite => {
-                let dir = tempfile::tempdir().unwrap();
-                let store = SqliteStore::open(&dir.path().join("husk.db"), Durability::Normal).unwrap();
-                (Arc::new(store), Some(Backing::Dir(dir)))
-            }
-            Backend::Postgres(url) => {
-                let schema = pg::TestSchema::new(url);
-                (Arc::new(schema.open()), Some(Backing::Schema(schema)))
-            }
-        }
-    }
-
-    /// The PostgreSQL backend, or `None` (with a message) when no test
-    /// server is configured. Under `CI=true` a missing server fails the
-    /// test instead.
-    pub fn postgres() -> Option<Backend> {
-        pg::url().map(Backend::Postgres)
-    }
+/// A fresh PostgreSQL store in a schema of its own on the test server,
+/// dropped with it.
+pub fn postgres() -> Fresh {
+    let url = pg::url().expect("a PostgreSQL test server (scripts/postgres start)");
+    let schema = pg::TestSchema::new(url);
+    Fresh::new(Arc::new(schema.open()), schema)
 }
 
 /// The PostgreSQL test server: its URL and one schema per test.
@@ -124,98 +92,4 @@ pub mod pg {
             }
         }
     }
-}
-
-/// Generates, for each named test function taking a [`Backend`], one test
-/// per backend: `memory::name`, `sqlite::name` and `postgres::name` (the
-/// last skipped, saying so, without a test server).
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $( #[test] fn $name() { super::$name(crate::rig::Backend::Memory) } )*
-        }
-        mod sqlite {
-            $( #[test] fn $name() { super::$name(crate::rig::Backend::Sqlite) } )*
-        }
-        mod postgres {
-            $( #[test] fn $name() {
-                if let Some(backend) = crate::rig::Backend::postgres() { super::$name(backend) }
-            } )*
-        }
-    };
-}
-pub(crate) use conformance;
-
-pub struct Rig {
-    pub clock: ManualClock,
-    pub sink: Arc<CollectingSink>,
-    pub dispatcher: Arc<Dispatcher>,
-    pub stop: AtomicBool,
-    _backing: Option<Backing>,
-}
-
-impl Rig {
-    /// A rig on `backend` with an engine-wide default retry policy (or none).
-    pub fn on(backend: Backend, default_retry: Option<RetryPolicySpec>) -> Self {
-        let clock = ManualClock::new();
-        let sink = Arc::new(CollectingSink::new());
-        let (store, dir) = backend.store();
-        let dispatcher = Dispatcher::new(store, Arc::new(clock.clone()), sink.clone(), default_retry);
-        Self { clock, sink, dispatcher, stop: AtomicBool::new(false), _backing: dir }
-    }
-
-    /// A rig on `backend` with one topic `t` using `retry` and no mapper.
-    pub fn with_topic(backend: Backend, retry: RetryPolicySpec) -> Self {
-        let rig = Self::on(backend, None);
-        rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(retry), mapper: None });
-        rig
-    }
-
-    pub fn enqueue(&self, topic: &str) -> JobId {
-        self.dispatcher.enqueue(topic, b"{}".to_vec()).unwrap()
-    }
-
-    /// Fetches without waiting.
-    pub fn fetch(&self, topic: &str, max: usize) -> Vec<LockedJob> {
-        let topics = [topic.to_owned()];
-        let request = FetchRequest { worker: "w", topics: &topics, max, lock_duration: LOCK };
-        self.dispatcher.fetch_and_lock(request, Duration::ZERO, &self.stop, None).unwrap()
-    }
-
-    /// Fetches exactly one job.
-    pub fn fetch_one(&self, topic: &str) -> LockedJob {
-        let mut jobs = self.fetch(topic, 1);
-        assert_eq!(jobs.len(), 1, "expected one fetchable job");
-        jobs.remove(0)
-    }
-
-    pub fn fail(&self, job: &LockedJob, code: &str) -> Reported {
-        self.dispatcher.report(job, Ending::Fault(Fault::new(code, "")), Some("v1")).unwrap()
-    }
-
-    pub fn complete(&self, job: &LockedJob) -> Reported {
-        self.dispatcher.report(job, Ending::Returned(b"\"done\"".to_vec()), Some("v1")).unwrap()
-    }
-
-    pub fn get(&self, id: JobId) -> JobRecord {
-        self.dispatcher.store().get(id).unwrap().unwrap()
-    }
-
-    /// The outcomes delivered to the sink for `id`.
-    pub fn outcomes_of(&self, id: JobId) -> Vec<TerminalOutcome> {
-        self.sink.outcomes().into_iter().filter(|o| o.job_id == id).collect()
-    }
-
-    /// The one outcome delivered for `id`.
-    pub fn outcome_of(&self, id: JobId) -> Outcome {
-        let outcomes = self.outcomes_of(id);
-        assert_eq!(outcomes.len(), 1, "expected exactly one outcome for job {id}: {outcomes:?}");
-        outcomes[0].outcome.clone()
-    }
-}
-
-/// A rules mapper from TOML-like rule values.
-pub fn rules(rules: serde_json::Value) -> ErrorMapper {
-    let rules: Vec<Rule> = serde_json::from_value(rules).unwrap();
-    ErrorMapper::Rules(Rules::new(rules).unwrap())
 }

@@ -92,16 +92,19 @@ fn new_rust_project_builds_and_runs() {
 }
 
 #[test]
+#[cfg_attr(not(husk_guests_python), ignore = "no python guest toolchain: run scripts/build-guests python")]
 fn new_python_project_builds_and_runs() {
     scaffolded_project_builds_and_runs(Language::Python);
 }
 
 #[test]
+#[cfg_attr(not(husk_guests_js), ignore = "no js guest toolchain: run scripts/build-guests js")]
 fn new_js_project_builds_and_runs() {
     scaffolded_project_builds_and_runs(Language::Js);
 }
 
 #[test]
+#[cfg_attr(not(husk_guests_c), ignore = "no c guest toolchain: run scripts/build-guests c")]
 fn new_c_project_builds_and_runs() {
     scaffolded_project_builds_and_runs(Language::C);
 }

@@ -216,6 +216,7 @@ fn sqlite_kill_9_mid_run_and_restart_loses_and_duplicates_nothing() {
 }
 
 #[test]
+#[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
 fn postgres_three_processes_one_killed_lose_and_duplicate_nothing() {
     let Some(url) = crate::rig::pg::url() else { return };
     let schema = TestSchema::new(url);

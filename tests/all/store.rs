@@ -1,19 +1,15 @@
-//! The store contract on every backend: outcome log and cursor, depths,
-//! listing; idempotency keys; retention (memory) and reopening the file
-//! (SQLite).
+//! What is particular to one store (the contract common to all is the
+//! conformance suite, in `dispatch`): retention (memory), reopening the file
+//! (SQLite), refusals naming the file or URL, keys taken from two processes
+//! (PostgreSQL).
 
 use std::time::{Duration, SystemTime};
 
 use husk::fault::Fault;
 use husk::outcome::Outcome;
 use husk::retry::RetryPolicySpec;
-use husk::store::{
-    CancelResult, Depth, Enqueued, FetchRequest, JobId, JobState, JobStore, ListFilter, LockedJob, MemoryStore, NewJob,
-    Report, Reported,
-};
+use husk::store::{Enqueued, FetchRequest, JobId, JobState, JobStore, MemoryStore, NewJob, Report, Reported};
 use husk_sqlite::{Durability, SqliteStore};
-
-use crate::rig::{Backend, conformance};
 
 const T0: Duration = Duration::from_secs(1_000_000);
 
@@ -23,10 +19,6 @@ fn now() -> SystemTime {
 
 fn job(topic: &str) -> NewJob {
     NewJob { topic: topic.into(), input: b"{}".to_vec(), policy: RetryPolicySpec::None, not_before: None, key: None }
-}
-
-fn ids_of(enqueued: Vec<Enqueued>) -> Vec<JobId> {
-    enqueued.into_iter().map(|e| e.id).collect()
 }
 
 fn run_to_end(store: &dyn JobStore, topic: &str, outcome: Outcome) -> JobId {
@@ -42,6 +34,10 @@ fn run_to_end(store: &dyn JobStore, topic: &str, outcome: Outcome) -> JobId {
     id
 }
 
+fn keyed(topic: &str, key: &str) -> NewJob {
+    NewJob { key: Some(key.to_owned()), ..job(topic) }
+}
+
 fn failed() -> Outcome {
     Outcome::Failed {
         topic: "t".into(),
@@ -50,19 +46,6 @@ fn failed() -> Outcome {
         diagnostic: "x".into(),
         plugin_version: None,
     }
-}
-
-fn outcome_log_is_ordered_and_resumable_by_cursor(backend: Backend) {
-    let (store, _dir) = backend.store();
-    let store = store.as_ref();
-    let ids: Vec<JobId> =
-        (0..5).map(|_| run_to_end(store, "t", Outcome::BusinessStatus { value: "s".into() })).collect();
-    let all = store.outcomes_after(0, 100).unwrap();
-    assert_eq!(all.iter().map(|o| o.job_id).collect::<Vec<_>>(), ids);
-    assert!(all.windows(2).all(|w| w[0].seq < w[1].seq));
-    let rest = store.outcomes_after(all[1].seq, 2).unwrap();
-    assert_eq!(rest.iter().map(|o| o.job_id).collect::<Vec<_>>(), ids[2..4]);
-    assert!(store.outcomes_after(all[4].seq, 10).unwrap().is_empty());
 }
 
 #[test]
@@ -82,110 +65,8 @@ fn retention_forgets_old_outcomes_but_keeps_open_incidents() {
     assert_eq!(store.outcomes_after(0, 10).unwrap().len(), 2);
 }
 
-fn depths_and_listing_follow_job_states(backend: Backend) {
-    let (store, _dir) = backend.store();
-    let ids = ids_of(store.enqueue(vec![job("a"), job("a"), job("b")], now()).unwrap());
-    let gated = NewJob { not_before: Some(now() + Duration::from_secs(5)), ..job("b") };
-    let gated_id = store.enqueue(vec![gated], now()).unwrap()[0].id;
-    let topics = ["a".to_owned()];
-    let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
-    store.fetch_and_lock(request, now()).unwrap();
-    let depths: std::collections::HashMap<_, _> = store.depths().unwrap().into_iter().collect();
-    assert_eq!((depths["a"].queued, depths["a"].running, depths["a"].gated), (1, 1, 0));
-    assert_eq!((depths["b"].queued, depths["b"].gated), (1, 1));
-    assert!(matches!(store.cancel(ids[2], now()).unwrap(), CancelResult::Cancelled(_)));
-    let depths: std::collections::HashMap<_, _> = store.depths().unwrap().into_iter().collect();
-    assert_eq!(depths["b"].queued, 0);
-
-    let listed = store.list(&ListFilter { topic: Some("b".into()), ..ListFilter::default() }).unwrap();
-    assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![gated_id, ids[2]], "newest first");
-    let gated_only = store.list(&ListFilter { state: Some(JobState::Gated), ..ListFilter::default() }).unwrap();
-    assert_eq!(gated_only.iter().map(|r| r.id).collect::<Vec<_>>(), vec![gated_id]);
-    assert_eq!(store.list(&ListFilter { limit: Some(2), ..ListFilter::default() }).unwrap().len(), 2);
-}
-
-fn release_requeues_on_the_same_attempt_unless_a_cancel_was_asked(backend: Backend) {
-    let (store, _dir) = backend.store();
-    let ids = ids_of(store.enqueue(vec![job("t"), job("t")], now()).unwrap());
-    let topics = ["t".to_owned()];
-    let request = FetchRequest { worker: "w", topics: &topics, max: 2, lock_duration: Duration::from_secs(30) };
-    let fetched = store.fetch_and_lock(request, now()).unwrap().jobs;
-    assert_eq!(fetched.len(), 2);
-    assert_eq!(store.cancel(ids[1], now()).unwrap(), CancelResult::Cancelling);
-    let reports = fetched.iter().map(|j| (j.lock, Report::Release)).collect();
-    let results = store.report(reports, now()).unwrap();
-    assert_eq!(results[0], Reported::Released);
-    assert!(matches!(&results[1], Reported::Ended(o) if o.outcome == Outcome::Cancelled && o.attempts == 1));
-    let released = store.get(ids[0]).unwrap().unwrap();
-    assert_eq!((released.state, released.attempt, released.lock), (JobState::Queued, 1, None));
-    let again = store.fetch_and_lock(request, now()).unwrap().jobs;
-    assert_eq!(again.iter().map(|j| (j.id(), j.attempt)).collect::<Vec<_>>(), vec![(ids[0], 1)]);
-    let stale = store.report(vec![(fetched[0].lock, Report::Release)], now()).unwrap();
-    assert_eq!(stale, vec![Reported::LockLost], "an old lock cannot release the job again");
-}
-
-fn keyed(topic: &str, key: &str) -> NewJob {
-    NewJob { key: Some(key.into()), ..job(topic) }
-}
-
-fn fetch_all(store: &dyn JobStore, topic: &str) -> Vec<LockedJob> {
-    let topics = [topic.to_owned()];
-    let request = FetchRequest { worker: "w", topics: &topics, max: 100, lock_duration: Duration::from_secs(30) };
-    store.fetch_and_lock(request, now()).unwrap().jobs
-}
-
-fn an_idempotency_key_enqueues_one_job_even_after_it_ended(backend: Backend) {
-    let (store, _dir) = backend.store();
-    let store = store.as_ref();
-    let first = store.enqueue(vec![keyed("t", "order-1")], now()).unwrap();
-    assert!(first[0].created);
-    let id = first[0].id;
-    let again = Enqueued { id, created: false };
-    assert_eq!(store.enqueue(vec![keyed("t", "order-1")], now()).unwrap(), vec![again]);
-    assert_eq!(ids_of_records(store), vec![id], "one job");
-
-    let fetched = fetch_all(store, "t");
-    assert_eq!(fetched.iter().map(|j| j.id()).collect::<Vec<_>>(), vec![id]);
-    let done = Report::Completed { output: b"1".to_vec(), plugin_version: None };
-    assert!(matches!(store.report(vec![(fetched[0].lock, done)], now()).unwrap()[0], Reported::Ended(_)));
-    assert_eq!(store.enqueue(vec![keyed("t", "order-1")], now()).unwrap(), vec![again], "the key outlives the job");
-    assert_eq!(ids_of_records(store), vec![id]);
-    assert!(fetch_all(store, "t").is_empty(), "nothing enqueued");
-    assert!(store.depths().unwrap().iter().all(|(_, d)| *d == Depth::default()));
-}
-
-fn distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once(backend: Backend) {
-    let (store, _dir) = backend.store();
-    let store = store.as_ref();
-    let old = store.enqueue(vec![keyed("t", "a")], now()).unwrap()[0].id;
-    let batch = vec![keyed("t", "b"), keyed("t", "c"), keyed("t", "b"), job("t"), keyed("t", "a"), job("t")];
-    let result = store.enqueue(batch, now()).unwrap();
-    assert_eq!(result.iter().map(|e| e.created).collect::<Vec<_>>(), [true, true, false, true, false, true]);
-    let (b, c, unkeyed, other) = (result[0].id, result[1].id, result[3].id, result[5].id);
-    assert_eq!(result[2].id, b, "the repeat names the first job with the key");
-    assert_eq!(result[4].id, old, "a key already in the store");
-    let mut new = vec![old, b, c, unkeyed, other];
-    new.sort();
-    new.dedup();
-    assert_eq!(new.len(), 5, "distinct jobs: {result:?}");
-    let mut fetched: Vec<JobId> = fetch_all(store, "t").iter().map(|j| j.id()).collect();
-    fetched.sort();
-    assert_eq!(fetched, new, "the five jobs, each once");
-}
-
-fn ids_of_records(store: &dyn JobStore) -> Vec<JobId> {
-    store.list(&ListFilter::default()).unwrap().iter().map(|r| r.id).collect()
-}
-
-conformance! {
-    outcome_log_is_ordered_and_resumable_by_cursor,
-    depths_and_listing_follow_job_states,
-    release_requeues_on_the_same_attempt_unless_a_cancel_was_asked,
-    an_idempotency_key_enqueues_one_job_even_after_it_ended,
-    distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once,
-}
-
 #[test]
+#[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
 fn postgres_concurrent_enqueues_of_one_key_from_two_processes_make_one_job() {
     let Some(url) = crate::rig::pg::url() else { return };
     let schema = crate::rig::pg::TestSchema::new(url);
@@ -283,6 +164,7 @@ fn sqlite_refuses_garbage_and_newer_schemas_naming_the_file() {
 }
 
 #[test]
+#[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
 fn postgres_refuses_a_newer_schema_naming_the_url_and_changes_nothing() {
     let Some(url) = crate::rig::pg::url() else { return };
     let schema = crate::rig::pg::TestSchema::new(url);

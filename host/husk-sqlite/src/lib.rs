@@ -601,6 +601,16 @@ impl JobStore for SqliteStore {
     }
 }
 
+/// The conformance suite husk exports, on fresh SQLite files.
+#[cfg(test)]
+mod conformance {
+    husk::store_conformance!(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::SqliteStore::open(&dir.path().join("husk.db"), super::Durability::Normal).unwrap();
+        husk::store::conformance::Fresh::new(std::sync::Arc::new(store), dir)
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use husk::store::StoreError;

@@ -195,3 +195,31 @@ impl streams::HostInputStream for BoundedIo<'_> {
         AsyncInput::subscribe(self.table, stream)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Bound;
+    use crate::engine::{Engine, EngineConfig};
+    use crate::guest::{CancelRequested, CancelToken, DeadlinePassed};
+
+    #[test]
+    fn a_bound_stops_a_run_at_its_deadline_tick_not_before_and_at_its_cancel() {
+        let engine =
+            Engine::new(EngineConfig { epoch_tick: None, max_instances: 1, ..EngineConfig::default() }).unwrap();
+        engine.increment_epoch();
+        let bound = Bound { engine: engine.clone(), started_at: engine.epoch(), ticks: 3, cancel: None };
+        for _ in 0..2 {
+            assert!(bound.check().is_none());
+            engine.increment_epoch();
+        }
+        assert!(bound.check().is_none(), "two ticks of three: still running");
+        engine.increment_epoch();
+        assert!(bound.check().is_some_and(|stop| stop.is::<DeadlinePassed>()), "stopped at the third tick");
+
+        let cancel = CancelToken::new();
+        let bound = Bound { cancel: Some(cancel.clone()), started_at: engine.epoch(), ..bound };
+        assert!(bound.check().is_none());
+        cancel.cancel();
+        assert!(bound.check().is_some_and(|stop| stop.is::<CancelRequested>()), "stopped by its cancel");
+    }
+}

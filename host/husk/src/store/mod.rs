@@ -14,6 +14,8 @@
 //! and across retried incidents. An idempotency key ([`NewJob::key`]) is
 //! kept for good, beyond the job's end.
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod memory;
 pub mod sql;
 

@@ -1,0 +1,155 @@
+//! Conformance checks of the `JobStore` contract itself: the outcome log
+//! and its cursor, depths and listing, releases, idempotency keys.
+
+use std::time::{Duration, SystemTime};
+
+use crate::outcome::Outcome;
+use crate::retry::RetryPolicySpec;
+use crate::store::{
+    CancelResult, Depth, Enqueued, FetchRequest, JobId, JobState, JobStore, ListFilter, LockedJob, NewJob, Report,
+    Reported,
+};
+
+use super::Backend;
+
+const T0: Duration = Duration::from_secs(1_000_000);
+
+fn now() -> SystemTime {
+    SystemTime::UNIX_EPOCH + T0
+}
+
+fn job(topic: &str) -> NewJob {
+    NewJob { topic: topic.into(), input: b"{}".to_vec(), policy: RetryPolicySpec::None, not_before: None, key: None }
+}
+
+fn ids_of(enqueued: Vec<Enqueued>) -> Vec<JobId> {
+    enqueued.into_iter().map(|e| e.id).collect()
+}
+
+fn run_to_end(store: &dyn JobStore, topic: &str, outcome: Outcome) -> JobId {
+    let id = store.enqueue(vec![job(topic)], now()).unwrap()[0].id;
+    let topics = [topic.to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
+    let fetched = store.fetch_and_lock(request, now()).unwrap();
+    let lock = fetched.jobs[0].lock;
+    assert!(matches!(
+        store.report(vec![(lock, Report::End { outcome, plugin_version: None })], now()).unwrap()[0],
+        Reported::Ended(_)
+    ));
+    id
+}
+
+/// Conformance check: outcome log is ordered and resumable by cursor.
+pub fn outcome_log_is_ordered_and_resumable_by_cursor(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let ids: Vec<JobId> =
+        (0..5).map(|_| run_to_end(store, "t", Outcome::BusinessStatus { value: "s".into() })).collect();
+    let all = store.outcomes_after(0, 100).unwrap();
+    assert_eq!(all.iter().map(|o| o.job_id).collect::<Vec<_>>(), ids);
+    assert!(all.windows(2).all(|w| w[0].seq < w[1].seq));
+    let rest = store.outcomes_after(all[1].seq, 2).unwrap();
+    assert_eq!(rest.iter().map(|o| o.job_id).collect::<Vec<_>>(), ids[2..4]);
+    assert!(store.outcomes_after(all[4].seq, 10).unwrap().is_empty());
+}
+
+/// Conformance check: depths and listing follow job states.
+pub fn depths_and_listing_follow_job_states(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let ids = ids_of(store.enqueue(vec![job("a"), job("a"), job("b")], now()).unwrap());
+    let gated = NewJob { not_before: Some(now() + Duration::from_secs(5)), ..job("b") };
+    let gated_id = store.enqueue(vec![gated], now()).unwrap()[0].id;
+    let topics = ["a".to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
+    store.fetch_and_lock(request, now()).unwrap();
+    let depths: std::collections::HashMap<_, _> = store.depths().unwrap().into_iter().collect();
+    assert_eq!((depths["a"].queued, depths["a"].running, depths["a"].gated), (1, 1, 0));
+    assert_eq!((depths["b"].queued, depths["b"].gated), (1, 1));
+    assert!(matches!(store.cancel(ids[2], now()).unwrap(), CancelResult::Cancelled(_)));
+    let depths: std::collections::HashMap<_, _> = store.depths().unwrap().into_iter().collect();
+    assert_eq!(depths["b"].queued, 0);
+
+    let listed = store.list(&ListFilter { topic: Some("b".into()), ..ListFilter::default() }).unwrap();
+    assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![gated_id, ids[2]], "newest first");
+    let gated_only = store.list(&ListFilter { state: Some(JobState::Gated), ..ListFilter::default() }).unwrap();
+    assert_eq!(gated_only.iter().map(|r| r.id).collect::<Vec<_>>(), vec![gated_id]);
+    assert_eq!(store.list(&ListFilter { limit: Some(2), ..ListFilter::default() }).unwrap().len(), 2);
+}
+
+/// Conformance check: release requeues on the same attempt unless a cancel was asked.
+pub fn release_requeues_on_the_same_attempt_unless_a_cancel_was_asked(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let ids = ids_of(store.enqueue(vec![job("t"), job("t")], now()).unwrap());
+    let topics = ["t".to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 2, lock_duration: Duration::from_secs(30) };
+    let fetched = store.fetch_and_lock(request, now()).unwrap().jobs;
+    assert_eq!(fetched.len(), 2);
+    assert_eq!(store.cancel(ids[1], now()).unwrap(), CancelResult::Cancelling);
+    let reports = fetched.iter().map(|j| (j.lock, Report::Release)).collect();
+    let results = store.report(reports, now()).unwrap();
+    assert_eq!(results[0], Reported::Released);
+    assert!(matches!(&results[1], Reported::Ended(o) if o.outcome == Outcome::Cancelled && o.attempts == 1));
+    let released = store.get(ids[0]).unwrap().unwrap();
+    assert_eq!((released.state, released.attempt, released.lock), (JobState::Queued, 1, None));
+    let again = store.fetch_and_lock(request, now()).unwrap().jobs;
+    assert_eq!(again.iter().map(|j| (j.id(), j.attempt)).collect::<Vec<_>>(), vec![(ids[0], 1)]);
+    let stale = store.report(vec![(fetched[0].lock, Report::Release)], now()).unwrap();
+    assert_eq!(stale, vec![Reported::LockLost], "an old lock cannot release the job again");
+}
+
+fn keyed(topic: &str, key: &str) -> NewJob {
+    NewJob { key: Some(key.into()), ..job(topic) }
+}
+
+fn fetch_all(store: &dyn JobStore, topic: &str) -> Vec<LockedJob> {
+    let topics = [topic.to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 100, lock_duration: Duration::from_secs(30) };
+    store.fetch_and_lock(request, now()).unwrap().jobs
+}
+
+/// Conformance check: an idempotency key enqueues one job even after it ended.
+pub fn an_idempotency_key_enqueues_one_job_even_after_it_ended(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let first = store.enqueue(vec![keyed("t", "order-1")], now()).unwrap();
+    assert!(first[0].created);
+    let id = first[0].id;
+    let again = Enqueued { id, created: false };
+    assert_eq!(store.enqueue(vec![keyed("t", "order-1")], now()).unwrap(), vec![again]);
+    assert_eq!(ids_of_records(store), vec![id], "one job");
+
+    let fetched = fetch_all(store, "t");
+    assert_eq!(fetched.iter().map(|j| j.id()).collect::<Vec<_>>(), vec![id]);
+    let done = Report::Completed { output: b"1".to_vec(), plugin_version: None };
+    assert!(matches!(store.report(vec![(fetched[0].lock, done)], now()).unwrap()[0], Reported::Ended(_)));
+    assert_eq!(store.enqueue(vec![keyed("t", "order-1")], now()).unwrap(), vec![again], "the key outlives the job");
+    assert_eq!(ids_of_records(store), vec![id]);
+    assert!(fetch_all(store, "t").is_empty(), "nothing enqueued");
+    assert!(store.depths().unwrap().iter().all(|(_, d)| *d == Depth::default()));
+}
+
+/// Conformance check: distinct keys enqueue distinct jobs and a repeat in one call enqueues once.
+pub fn distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let old = store.enqueue(vec![keyed("t", "a")], now()).unwrap()[0].id;
+    let batch = vec![keyed("t", "b"), keyed("t", "c"), keyed("t", "b"), job("t"), keyed("t", "a"), job("t")];
+    let result = store.enqueue(batch, now()).unwrap();
+    assert_eq!(result.iter().map(|e| e.created).collect::<Vec<_>>(), [true, true, false, true, false, true]);
+    let (b, c, unkeyed, other) = (result[0].id, result[1].id, result[3].id, result[5].id);
+    assert_eq!(result[2].id, b, "the repeat names the first job with the key");
+    assert_eq!(result[4].id, old, "a key already in the store");
+    let mut new = vec![old, b, c, unkeyed, other];
+    new.sort();
+    new.dedup();
+    assert_eq!(new.len(), 5, "distinct jobs: {result:?}");
+    let mut fetched: Vec<JobId> = fetch_all(store, "t").iter().map(|j| j.id()).collect();
+    fetched.sort();
+    assert_eq!(fetched, new, "the five jobs, each once");
+}
+
+fn ids_of_records(store: &dyn JobStore) -> Vec<JobId> {
+    store.list(&ListFilter::default()).unwrap().iter().map(|r| r.id).collect()
+}
