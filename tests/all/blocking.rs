@@ -71,7 +71,7 @@ fn assert_timeout(execution: &Execution, limits: &Limits) {
 #[test]
 fn a_guest_sleeping_through_wasi_is_killed_at_its_deadline_tick() {
     let sandbox = manual_sandbox();
-    let limits = Limits { deadline: Duration::from_millis(50), ..Limits::default() };
+    let limits = Limits::default().with_deadline(Duration::from_millis(50));
     let (done, worker) = sleeping(&sandbox, json!({ "sleep_ms": 3_600_000 }), &limits, None);
     let slept = killed_at_the_deadline_tick(&sandbox, &done, &limits);
     assert_timeout(&slept, &limits);
@@ -83,7 +83,7 @@ fn a_guest_sleeping_through_wasi_is_killed_at_its_deadline_tick() {
 #[test]
 fn a_guest_polling_a_pollable_that_is_never_ready_is_killed_at_its_deadline_tick() {
     let sandbox = manual_sandbox();
-    let limits = Limits { deadline: Duration::from_millis(30), ..Limits::default() };
+    let limits = Limits::default().with_deadline(Duration::from_millis(30));
     let (done, worker) = sleeping(&sandbox, json!({ "never": true }), &limits, None);
     let polled = killed_at_the_deadline_tick(&sandbox, &done, &limits);
     assert_timeout(&polled, &limits);
@@ -94,7 +94,7 @@ fn a_guest_polling_a_pollable_that_is_never_ready_is_killed_at_its_deadline_tick
 #[test]
 fn cancelling_a_guest_blocked_in_a_host_call_ends_it_by_the_next_tick() {
     let sandbox = manual_sandbox();
-    let limits = Limits { deadline: Duration::from_secs(3600), ..Limits::default() };
+    let limits = Limits::default().with_deadline(Duration::from_secs(3600));
     let cancel = CancelToken::new();
     let (done, worker) = sleeping(&sandbox, json!({ "never": true }), &limits, Some(cancel.clone()));
     cancel.cancel();
@@ -111,7 +111,7 @@ fn cancelling_a_guest_blocked_in_a_host_call_ends_it_by_the_next_tick() {
 fn an_error_mapper_sleeping_through_wasi_is_cut_off_and_the_fault_is_technical() {
     let sandbox = manual_sandbox();
     let plugin = load_as(&sandbox, "bad-mapper", World::ErrorMapper);
-    let limits = Limits { fuel: None, ..Limits::error_mapper() };
+    let limits = Limits::error_mapper().with_fuel(None);
     let mapper = ErrorMapper::Wasm { sandbox: sandbox.clone(), plugin, limits: limits.clone() };
     let (started_tx, started) = mpsc::channel();
     let (done_tx, done) = mpsc::channel();

@@ -56,8 +56,8 @@ fn wasm_mapper(config: EngineConfig, limits: Limits) -> ErrorMapper {
 fn a_wasm_mapper_that_loops_is_cut_off_by_fuel() {
     // Fuel, not the deadline, must end it: a long deadline so that a
     // starved thread cannot reach the deadline first.
-    let limits = Limits { deadline: Duration::from_secs(60), ..Limits::error_mapper() };
-    let mapper = wasm_mapper(EngineConfig { fuel: true, ..test_config() }, limits);
+    let limits = Limits::error_mapper().with_deadline(Duration::from_secs(60));
+    let mapper = wasm_mapper(test_config().with_fuel(true), limits);
     match mapper.classify(&Fault::new("spin", "")) {
         Classification::Technical { diagnostic } => {
             assert!(diagnostic.contains("husk.out-of-fuel"), "{diagnostic}");
@@ -69,7 +69,7 @@ fn a_wasm_mapper_that_loops_is_cut_off_by_fuel() {
 
 #[test]
 fn a_wasm_mapper_that_loops_is_cut_off_at_its_deadline() {
-    let limits = Limits { fuel: None, ..Limits::error_mapper() };
+    let limits = Limits::error_mapper().with_fuel(None);
     let mapper = wasm_mapper(test_config(), limits);
     match mapper.classify(&Fault::new("spin", "")) {
         Classification::Technical { diagnostic } => assert!(diagnostic.contains("husk.timeout"), "{diagnostic}"),

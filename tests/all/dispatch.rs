@@ -16,6 +16,6 @@ mod postgres {
 
 #[test]
 fn classification_converts_from_the_contract() {
-    let c: husk::classify::Classification = husk::bindings::Classification::BusinessStatus("s".into()).into();
+    let c: husk::classify::Classification = husk::contract::Classification::BusinessStatus("s".into()).into();
     assert_eq!(c, husk::classify::Classification::BusinessStatus { value: "s".into() });
 }

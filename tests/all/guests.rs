@@ -1,6 +1,6 @@
 //! The well-behaved example guests, through the sandbox.
 
-use husk::bindings::{BusinessError, Classification};
+use husk::contract::{BusinessError, Classification};
 use husk::fault::Fault;
 use husk::plugin::World;
 use husk::sandbox::{Ending, Limits};

@@ -13,7 +13,7 @@ use crate::support::{GuestLogs, fault, fuel_sandbox, job, load, manual_sandbox, 
 fn memory_bomb_is_killed_at_its_memory_cap() {
     let sandbox = sandbox();
     let plugin = load(&sandbox, "memory-bomb");
-    let limits = Limits { memory: 8 << 20, ..Limits::default() };
+    let limits = Limits::default().with_memory(8 << 20);
     let execution = run_with(&sandbox, &plugin, json!({}), &limits);
     match &execution.ending {
         Ending::Killed(Kill::MemoryLimit { limit, requested }) => {
@@ -54,7 +54,7 @@ fn panic_is_a_trap_carrying_the_panic_message() {
 fn oversized_output_is_refused_and_output_at_the_cap_is_not() {
     let sandbox = sandbox();
     let plugin = load(&sandbox, "big-output");
-    let limits = Limits { max_output: 64 << 10, ..Limits::default() };
+    let limits = Limits::default().with_max_output(64 << 10);
     let (fault, body) = fault(&run_with(&sandbox, &plugin, json!({ "bytes": (64 << 10) + 1 }), &limits));
     assert_eq!(fault.code, codes::OUTPUT_TOO_LARGE);
     assert_eq!(body["size_bytes"], (64 << 10) + 1);
@@ -68,7 +68,7 @@ fn log_flood_completes_and_at_most_the_cap_reaches_the_log() {
     let sandbox = sandbox();
     let plugin = load(&sandbox, "log-flood");
     let cap = 16 << 10;
-    let limits = Limits { log_cap: cap, ..Limits::default() };
+    let limits = Limits::default().with_log_cap(cap);
     let logs = GuestLogs::default();
     let execution = logs.capture(|| run_with(&sandbox, &plugin, json!({ "lines": 20_000 }), &limits));
     assert_eq!(output(&execution), json!({ "lines": 20_000 }));
@@ -102,7 +102,7 @@ fn guest_cannot_read_host_files_or_environment() {
 fn spinning_guest_runs_out_of_fuel() {
     let sandbox = fuel_sandbox();
     let plugin = load(&sandbox, "spin");
-    let limits = Limits { fuel: Some(2_000_000), ..Limits::default() };
+    let limits = Limits::default().with_fuel(Some(2_000_000));
     let execution = run_with(&sandbox, &plugin, json!({}), &limits);
     assert_eq!(execution.ending, Ending::Killed(Kill::OutOfFuel { fuel: 2_000_000 }));
     assert_eq!(execution.fuel_consumed, Some(2_000_000));
@@ -113,7 +113,7 @@ fn spinning_guest_runs_out_of_fuel() {
 fn well_behaved_job_reports_the_fuel_it_used() {
     let sandbox = fuel_sandbox();
     let plugin = load(&sandbox, "transform");
-    let limits = Limits { fuel: Some(10_000_000), ..Limits::default() };
+    let limits = Limits::default().with_fuel(Some(10_000_000));
     let execution = run_with(&sandbox, &plugin, json!({ "name": "Ada" }), &limits);
     assert_eq!(output(&execution)["greeting"], "hello, Ada");
     let used = execution.fuel_consumed.unwrap();
@@ -130,7 +130,7 @@ fn cancelling_a_running_guest_interrupts_it_at_the_next_tick() {
     let worker = {
         let (sandbox, plugin, cancel) = (sandbox.clone(), plugin.clone(), cancel.clone());
         std::thread::spawn(move || {
-            let limits = Limits { deadline: Duration::from_secs(3600), ..Limits::default() };
+            let limits = Limits::default().with_deadline(Duration::from_secs(3600));
             let logs = GuestLogs::notifying(started_tx);
             let execution = logs.capture(|| sandbox.execute(&plugin, &job(1, json!({})), &limits, Some(&cancel)));
             done_tx.send(execution.unwrap()).unwrap();

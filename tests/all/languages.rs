@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use husk::bindings::{BusinessError, Classification};
+use husk::contract::{BusinessError, Classification};
 use husk::engine::{Engine, EngineConfig};
 use husk::fault::Fault;
 use husk::outcome::Outcome;
@@ -32,7 +32,7 @@ const RUNAWAY_ATTEMPTS: u32 = 2;
 /// Python and JavaScript components take seconds to compile.
 fn cached_config() -> EngineConfig {
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/guests/compile-cache");
-    EngineConfig { cache_dir: Some(cache), ..test_config() }
+    test_config().with_cache_dir(Some(cache))
 }
 
 /// What a job must end as.
@@ -155,7 +155,7 @@ fn conformance(language: Language) {
         .topic(topic("business"))
         .topic(
             topic("runaway")
-                .with_limits(Limits { deadline: Duration::from_millis(200), ..Limits::default() })
+                .with_limits(Limits::default().with_deadline(Duration::from_millis(200)))
                 .with_retry(RetryPolicySpec::Fixed { max_attempts: RUNAWAY_ATTEMPTS, delay: Duration::from_millis(5) }),
         )
         .build()

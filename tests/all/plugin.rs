@@ -84,7 +84,7 @@ fn a_plugin_links_exactly_the_interfaces_its_component_imports() {
     let imported = imports_in(&bytes);
     assert!(imported.iter().any(|name| name.starts_with("husk:worker/types@0.1.")), "{imported:?}");
     assert_eq!(plugin.imports(), imported);
-    let provided: Vec<&str> = husk::linker::provided().collect();
+    let provided: Vec<&str> = husk::plugin::provided_imports().collect();
     for import in plugin.imports() {
         let name = import.split_once('@').unwrap().0;
         assert!(provided.contains(&name), "{import} is not one husk provides");
@@ -199,7 +199,7 @@ fn core_modules_and_other_files_are_not_components() {
 #[test]
 fn second_load_comes_from_the_compile_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let config = || husk::engine::EngineConfig { cache_dir: Some(dir.path().to_owned()), ..test_config() };
+    let config = || test_config().with_cache_dir(Some(dir.path().to_owned()));
     let first = Sandbox::new(Engine::new(config()).unwrap()).unwrap();
     let compiled = first.load(&guest("transform"), World::Operation).unwrap();
     assert_eq!(compiled.code_source(), CodeSource::Compiled);

@@ -104,7 +104,7 @@ fn runaway_host(sink: Arc<WaitingSink>) -> Host {
         .topic(
             Topic::wasm("runaway", source("spin"))
                 .with_workers(1)
-                .with_limits(Limits { deadline: Duration::from_secs(3600), ..Limits::default() }),
+                .with_limits(Limits::default().with_deadline(Duration::from_secs(3600))),
         )
         .topic(Topic::wasm("transform", source("transform")).with_workers(1))
         .build()

@@ -54,7 +54,7 @@ fn a_tenants_running_jobs_never_exceed_max_concurrent_across_its_topics() {
     let sink = Arc::new(WaitingSink::default());
     let host = Host::builder()
         .sink(sink.clone())
-        .quota("acme", Quota { max_concurrent: Some(LIMIT), max_queued: None })
+        .quota("acme", Quota::default().with_max_concurrent(Some(LIMIT)).with_max_queued(None))
         .topic(Topic::native("one", overlap.clone()).with_tenant("acme").with_workers(4).with_fetch_batch(2))
         .topic(Topic::native("two", overlap.clone()).with_tenant("acme").with_workers(4))
         .build()

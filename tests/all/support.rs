@@ -20,7 +20,7 @@ pub fn guest(name: &str) -> PathBuf {
 
 /// An engine config for tests: a small pool, no cache.
 pub fn test_config() -> EngineConfig {
-    EngineConfig { max_instances: 8, ..EngineConfig::default() }
+    EngineConfig::default().with_max_instances(8)
 }
 
 /// A sandbox whose engine ticks by itself every 10 ms.
@@ -31,12 +31,12 @@ pub fn sandbox() -> Sandbox {
 /// A sandbox whose epoch only moves when the test calls
 /// `engine().increment_epoch()`.
 pub fn manual_sandbox() -> Sandbox {
-    Sandbox::new(Engine::new(EngineConfig { epoch_tick: None, ..test_config() }).unwrap()).unwrap()
+    Sandbox::new(Engine::new(test_config().with_epoch_tick(None)).unwrap()).unwrap()
 }
 
 /// A sandbox with fuel metering on.
 pub fn fuel_sandbox() -> Sandbox {
-    Sandbox::new(Engine::new(EngineConfig { fuel: true, ..test_config() }).unwrap()).unwrap()
+    Sandbox::new(Engine::new(test_config().with_fuel(true)).unwrap()).unwrap()
 }
 
 /// The error mapper's deadline in tests that need its answer: the 100 ms
@@ -49,7 +49,7 @@ pub const MAPPER_DEADLINE: std::time::Duration = std::time::Duration::from_secs(
 /// The error mapper's limits for tests of what a mapper returns: no fuel, and
 /// [`MAPPER_DEADLINE`].
 pub fn mapper_limits() -> Limits {
-    Limits { fuel: None, deadline: MAPPER_DEADLINE, ..Limits::error_mapper() }
+    Limits::error_mapper().with_fuel(None).with_deadline(MAPPER_DEADLINE)
 }
 
 /// Loads an example guest as `world`.

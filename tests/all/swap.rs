@@ -28,7 +28,7 @@ fn version_tag(output: &[u8]) -> String {
 fn a_hundred_deploys_under_load_fail_no_job_and_each_attempt_records_its_version() {
     let cache = tempfile::tempdir().unwrap();
     let sink = Arc::new(WaitingSink::default());
-    let engine = husk::engine::EngineConfig { cache_dir: Some(cache.path().to_owned()), ..test_config() };
+    let engine = crate::support::test_config().with_cache_dir(Some(cache.path().to_owned()));
     let host = Host::builder()
         .engine(engine)
         .sink(sink.clone())

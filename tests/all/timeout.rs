@@ -16,7 +16,7 @@ fn infinite_loop_is_killed_at_its_deadline_tick() {
     let sandbox = manual_sandbox();
     let spin = load(&sandbox, "spin");
     let transform = load(&sandbox, "transform");
-    let limits = Limits { deadline: Duration::from_millis(50), ..Limits::default() };
+    let limits = Limits::default().with_deadline(Duration::from_millis(50));
     let ticks = sandbox.engine().ticks_for(limits.deadline);
     assert_eq!(ticks, 5);
 

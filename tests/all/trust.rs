@@ -7,7 +7,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use husk::engine::{CodeSource, Engine, EngineConfig};
+use husk::engine::{CodeSource, Engine};
 use husk::plugin::{PluginError, World};
 use husk::sandbox::Sandbox;
 use serde_json::json;
@@ -113,7 +113,7 @@ fn watch_refuses_a_precompiled_file_even_with_allow_precompiled() {
 fn the_compile_cache_is_private_and_keeps_only_components_that_loaded() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("cache");
-    let engine = Engine::new(EngineConfig { cache_dir: Some(dir.clone()), ..test_config() }).unwrap();
+    let engine = Engine::new(test_config().with_cache_dir(Some(dir.clone()))).unwrap();
     let cache = engine.cache().expect("a cache in a fresh directory").clone();
     for path in [dir.as_path(), cache.dir()] {
         assert_eq!(std::fs::metadata(path).unwrap().permissions().mode() & 0o777, 0o700, "{}", path.display());
@@ -131,7 +131,7 @@ fn the_compile_cache_is_private_and_keeps_only_components_that_loaded() {
     let shared = root.path().join("shared");
     std::fs::create_dir(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let engine = Engine::new(EngineConfig { cache_dir: Some(shared.clone()), ..test_config() }).unwrap();
+    let engine = Engine::new(test_config().with_cache_dir(Some(shared.clone()))).unwrap();
     assert!(engine.cache().is_none(), "a world-writable cache directory is bypassed");
     let sandbox = Sandbox::new(engine).unwrap();
     let plugin = sandbox.load(&guest("transform"), World::Operation).unwrap();

@@ -47,7 +47,7 @@ fn app() -> &'static (Router, tokio::runtime::Runtime) {
     static APP: OnceLock<(Router, tokio::runtime::Runtime)> = OnceLock::new();
     APP.get_or_init(|| {
         let host = Host::builder()
-            .quota("a", Quota { max_concurrent: Some(2), max_queued: Some(50) })
+            .quota("a", Quota::default().with_max_concurrent(Some(2)).with_max_queued(Some(50)))
             .topic(
                 Topic::native("t", Arc::new(Echo)).with_tenant("a").with_workers(1).with_retry(RetryPolicySpec::None),
             )

@@ -24,13 +24,13 @@ use wit_parser::Resolve;
 fn sandbox() -> &'static Sandbox {
     static SANDBOX: OnceLock<Sandbox> = OnceLock::new();
     SANDBOX.get_or_init(|| {
-        let config = EngineConfig { fuel: true, max_instances: 16, max_memory: 64 << 20, ..EngineConfig::default() };
+        let config = EngineConfig::default().with_fuel(true).with_max_instances(16).with_max_memory(64 << 20);
         Sandbox::new(Engine::new(config).expect("building the engine")).expect("linking")
     })
 }
 
 fn limits() -> Limits {
-    Limits { fuel: Some(2_000_000), deadline: Duration::from_secs(2), memory: 16 << 20, ..Limits::default() }
+    Limits::default().with_fuel(Some(2_000_000)).with_deadline(Duration::from_secs(2)).with_memory(16 << 20)
 }
 
 /// The WIT contract and the worlds' ids.

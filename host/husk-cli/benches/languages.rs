@@ -26,7 +26,7 @@ fn component(language: &str, name: &str) -> PathBuf {
 
 fn sandbox(cache: Option<&Path>, fuel: bool) -> Sandbox {
     let config =
-        EngineConfig { max_instances: 16, cache_dir: cache.map(Path::to_owned), fuel, ..EngineConfig::default() };
+        EngineConfig::default().with_max_instances(16).with_cache_dir(cache.map(Path::to_owned)).with_fuel(fuel);
     Sandbox::new(Engine::new(config).unwrap()).unwrap()
 }
 
@@ -90,7 +90,7 @@ fn main() {
         let mapper_wasm = std::fs::read(component(language, "mapper")).unwrap();
         let mapper = cached.load_bytes(&mapper_wasm, World::ErrorMapper, "mapper").unwrap();
         let fault = Fault::new("payment.declined", r#"{"reason":"insufficient-funds"}"#);
-        let mapper_limits = Limits { fuel: None, ..Limits::error_mapper() };
+        let mapper_limits = Limits::error_mapper().with_fuel(None);
         let mut mapper_peak = 0;
         let mut classify: Vec<Duration> = (0..runs.min(200))
             .map(|_| {
@@ -107,7 +107,7 @@ fn main() {
         let metered = sandbox(Some(cache.path()), true);
         let plugin = metered.load_bytes(&wasm, World::Operation, &name).unwrap();
         let mapper = metered.load_bytes(&mapper_wasm, World::ErrorMapper, "mapper").unwrap();
-        let unlimited = Limits { fuel: Some(u64::MAX / 2), ..Limits::default() };
+        let unlimited = Limits::default().with_fuel(Some(u64::MAX / 2));
         let job = Job {
             id: "fuel".into(),
             topic: "bench".into(),

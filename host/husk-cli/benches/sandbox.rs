@@ -70,13 +70,12 @@ fn load(c: &mut Criterion) {
     let wasm = std::fs::read(transform_path()).unwrap();
     let mut group = c.benchmark_group("load transform");
     group.sample_size(10);
-    let uncached = sandbox(EngineConfig { epoch_tick: None, ..EngineConfig::default() });
+    let uncached = sandbox(EngineConfig::default().with_epoch_tick(None));
     group.bench_function("compile (no cache)", |b| {
         b.iter(|| black_box(uncached.load_bytes(&wasm, World::Operation, "transform").unwrap()))
     });
     let dir = tempfile::tempdir().unwrap();
-    let cached =
-        sandbox(EngineConfig { epoch_tick: None, cache_dir: Some(dir.path().into()), ..EngineConfig::default() });
+    let cached = sandbox(EngineConfig::default().with_epoch_tick(None).with_cache_dir(Some(dir.path().into())));
     cached.load_bytes(&wasm, World::Operation, "transform").unwrap();
     group.bench_function("from compile cache", |b| {
         b.iter(|| black_box(cached.load_bytes(&wasm, World::Operation, "transform").unwrap()))
@@ -96,19 +95,16 @@ criterion_group! {
 fn configs() -> Vec<(&'static str, EngineConfig)> {
     vec![
         ("default", EngineConfig::default()),
-        ("fuel", EngineConfig { fuel: true, ..EngineConfig::default() }),
-        ("no keep-resident", EngineConfig { memory_keep_resident: 0, ..EngineConfig::default() }),
-        (
-            "pagemap-scan 1MiB",
-            EngineConfig { pagemap_scan: true, memory_keep_resident: 1 << 20, ..EngineConfig::default() },
-        ),
+        ("fuel", EngineConfig::default().with_fuel(true)),
+        ("no keep-resident", EngineConfig::default().with_memory_keep_resident(0)),
+        ("pagemap-scan 1MiB", EngineConfig::default().with_pagemap_scan(true).with_memory_keep_resident(1 << 20)),
     ]
 }
 
 fn main() {
     for (name, config) in configs() {
         let fuel = config.fuel.then_some(10_000_000);
-        percentiles(&format!("instantiate+execute transform, {name}"), config, &Limits { fuel, ..Limits::default() });
+        percentiles(&format!("instantiate+execute transform, {name}"), config, &Limits::default().with_fuel(fuel));
     }
     benches();
     Criterion::default().configure_from_args().final_summary();

@@ -44,7 +44,7 @@ fn run(jobs: u64, noisy: Option<Quota>) -> f64 {
         .start_workers(false)
         .topic(Topic::wasm("b", guest("transform")).with_tenant("b").with_workers(1).with_fetch_batch(32));
     if let Some(quota) = noisy {
-        let limits = Limits { deadline: Duration::from_millis(200), ..Limits::default() };
+        let limits = Limits::default().with_deadline(Duration::from_millis(200));
         builder = builder.quota("a", quota).topic(
             Topic::wasm("a", guest("spin"))
                 .with_tenant("a")
@@ -82,7 +82,7 @@ fn main() {
         ("B alone", None),
         (
             "B next to A: spin x 4 workers, max_concurrent = 1",
-            Some(Quota { max_concurrent: Some(1), max_queued: None }),
+            Some(Quota::default().with_max_concurrent(Some(1)).with_max_queued(None)),
         ),
         ("B next to A: spin x 4 workers, no quota", Some(Quota::default())),
     ];

@@ -84,7 +84,7 @@ pub fn run(
     };
     let host = Host::builder()
         .store(store)
-        .engine(EngineConfig { cache_dir, ..EngineConfig::default() })
+        .engine(EngineConfig::default().with_cache_dir(cache_dir))
         .sink(sink.clone())
         .default_retry(quick_retry)
         .topic(Topic::wasm("transform", example!("transform")).with_fetch_batch(8))
@@ -92,7 +92,7 @@ pub fn run(
         .topic(Topic::wasm("payments", example!("business")).with_mapper(MapperSpec::Plugin(example!("mapper"))))
         .topic(
             Topic::wasm("runaway", example!("spin"))
-                .with_limits(Limits { deadline: Duration::from_millis(100), ..Limits::default() })
+                .with_limits(Limits::default().with_deadline(Duration::from_millis(100)))
                 .with_retry(RetryPolicySpec::None),
         )
         .build()?;

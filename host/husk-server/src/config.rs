@@ -377,12 +377,9 @@ impl Config {
 
     /// The engine configuration.
     pub fn engine(&self, base: &Path, default_cache: Option<PathBuf>) -> EngineConfig {
-        let defaults = EngineConfig::default();
-        EngineConfig {
-            epoch_tick: Some(self.epoch_tick.unwrap_or(Duration::from_millis(10))),
-            cache_dir: self.cache_dir.as_ref().map(|d| base.join(d)).or(default_cache),
-            ..defaults
-        }
+        EngineConfig::default()
+            .with_epoch_tick(Some(self.epoch_tick.unwrap_or(Duration::from_millis(10))))
+            .with_cache_dir(self.cache_dir.as_ref().map(|d| base.join(d)).or(default_cache))
     }
 
     /// The grace period of a shutdown.
@@ -400,12 +397,11 @@ impl TopicConfig {
     /// The limits each job of the topic runs with (defaults filled in).
     pub fn limits(&self) -> Limits {
         let defaults = Limits::default();
-        Limits {
-            deadline: self.deadline.unwrap_or(defaults.deadline),
-            fuel: self.fuel,
-            memory: self.memory.map_or(defaults.memory, |m| m.as_u64()),
-            ..defaults
-        }
+        let (deadline, memory) = (defaults.deadline, defaults.memory);
+        defaults
+            .with_deadline(self.deadline.unwrap_or(deadline))
+            .with_fuel(self.fuel)
+            .with_memory(self.memory.map_or(memory, |m| m.as_u64()))
     }
 
     fn to_topic(&self, name: &str, base: &Path, allow_precompiled: bool) -> Topic {

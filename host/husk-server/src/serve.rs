@@ -121,7 +121,10 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
         builder = builder.default_retry(retry);
     }
     for (name, tenant) in &config.tenants {
-        builder = builder.quota(name, Quota { max_concurrent: tenant.max_concurrent, max_queued: tenant.max_queued });
+        builder = builder.quota(
+            name,
+            Quota::default().with_max_concurrent(tenant.max_concurrent).with_max_queued(tenant.max_queued),
+        );
     }
     for topic in config.topics(base) {
         builder = builder.topic(topic);

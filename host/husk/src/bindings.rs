@@ -3,7 +3,7 @@
 
 /// Bindings of the `operation` world; the `types` and `log` interfaces live
 /// here and are shared with the other world.
-#[allow(missing_docs)]
+#[allow(missing_docs, unreachable_pub)]
 pub mod operation {
     wasmtime::component::bindgen!({
         path: "../../wit",
@@ -13,7 +13,7 @@ pub mod operation {
 }
 
 /// Bindings of the `error-mapper` world.
-#[allow(missing_docs)]
+#[allow(missing_docs, unreachable_pub)]
 pub mod error_mapper {
     wasmtime::component::bindgen!({
         path: "../../wit",

@@ -36,16 +36,17 @@
 //! # }
 //! ```
 
-pub mod bindings;
+mod bindings;
 pub mod classify;
 pub mod clock;
+pub mod contract;
 pub mod dispatch;
 pub mod engine;
 pub mod fault;
 mod guest;
 pub mod host;
 pub mod job;
-pub mod linker;
+mod linker;
 pub mod outcome;
 pub mod plugin;
 pub mod quota;

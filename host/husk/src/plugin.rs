@@ -11,6 +11,7 @@ use crate::bindings::error_mapper::ErrorMapperPre;
 use crate::bindings::operation::OperationPre;
 use crate::engine::{CodeSource, Engine, content_digest};
 use crate::guest::JobState;
+pub use crate::linker::provided as provided_imports;
 use crate::linker::{Linked, Linkers, Refused};
 
 /// The world of the WIT contract a plugin is loaded as.
@@ -35,6 +36,7 @@ impl fmt::Display for World {
 /// Why a component could not be loaded as a plugin. `source` names the file
 /// (or says `component` for bytes).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PluginError {
     /// The file could not be read.
     #[error("cannot read {source_name}: {error}")]
@@ -237,7 +239,7 @@ impl Plugin {
     /// The interfaces linked for the plugin: exactly those its component
     /// imports, named as it imports them (with versions, e.g.
     /// `wasi:io/streams@0.2.3`), in the component's order. Nothing else is
-    /// linked; see [`crate::linker`].
+    /// linked; see [`provided_imports`].
     pub fn imports(&self) -> &[String] {
         &self.inner.imports
     }

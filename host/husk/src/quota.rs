@@ -10,11 +10,28 @@ use crate::store::Depth;
 
 /// Limits one tenant's topics share. `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Quota {
     /// Most jobs of the tenant running at once, across its topics.
     pub max_concurrent: Option<usize>,
     /// Most live (queued, gated or running) jobs across its topics.
     pub max_queued: Option<u64>,
+}
+
+impl Quota {
+    /// Sets `max_concurrent` (see the field).
+    #[must_use]
+    pub fn with_max_concurrent(mut self, max_concurrent: Option<usize>) -> Self {
+        self.max_concurrent = max_concurrent;
+        self
+    }
+
+    /// Sets `max_queued` (see the field).
+    #[must_use]
+    pub fn with_max_queued(mut self, max_queued: Option<u64>) -> Self {
+        self.max_queued = max_queued;
+        self
+    }
 }
 
 /// Counts a tenant's running jobs against its `max_concurrent`: a worker

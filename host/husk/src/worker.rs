@@ -159,6 +159,7 @@ fn run_wasm(sandbox: &Sandbox, plugin: &Plugin, limits: &Limits, job: &LockedJob
 /// - `lock_duration`: 60 s (set it above the topic's deadline times
 ///   `fetch_batch`: a lock that expires while its job runs costs an attempt).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolConfig {
     /// Worker threads.
     pub workers: usize,
@@ -168,6 +169,36 @@ pub struct PoolConfig {
     pub poll: Duration,
     /// How long a fetched job stays locked.
     pub lock_duration: Duration,
+}
+
+impl PoolConfig {
+    /// Sets `workers` (see the field).
+    #[must_use]
+    pub fn with_workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Sets `fetch_batch` (see the field).
+    #[must_use]
+    pub fn with_fetch_batch(mut self, fetch_batch: usize) -> Self {
+        self.fetch_batch = fetch_batch;
+        self
+    }
+
+    /// Sets `poll` (see the field).
+    #[must_use]
+    pub fn with_poll(mut self, poll: Duration) -> Self {
+        self.poll = poll;
+        self
+    }
+
+    /// Sets `lock_duration` (see the field).
+    #[must_use]
+    pub fn with_lock_duration(mut self, lock_duration: Duration) -> Self {
+        self.lock_duration = lock_duration;
+        self
+    }
 }
 
 impl Default for PoolConfig {

@@ -424,14 +424,12 @@ fn demo_store(store: &str) -> anyhow::Result<(std::sync::Arc<dyn JobStore>, Stri
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let input = read_input(&args.input)?;
-    let limits = Limits { deadline: args.timeout, fuel: args.fuel, memory: args.memory.as_u64(), ..Limits::default() };
-    let config = EngineConfig {
-        fuel: args.fuel.is_some(),
-        max_memory: limits.memory.max(EngineConfig::default().max_memory),
-        max_instances: 4,
-        cache_dir: args.cache.dir(),
-        ..EngineConfig::default()
-    };
+    let limits = Limits::default().with_deadline(args.timeout).with_fuel(args.fuel).with_memory(args.memory.as_u64());
+    let config = EngineConfig::default()
+        .with_fuel(args.fuel.is_some())
+        .with_max_memory(limits.memory.max(EngineConfig::default().max_memory))
+        .with_max_instances(4)
+        .with_cache_dir(args.cache.dir());
     let sandbox = Sandbox::new(Engine::new(config)?)?;
     let plugin = load_run_plugin(&sandbox, &args)?;
     let job = Job { id: "cli-1".into(), topic: args.topic, attempt: args.attempt, input };
@@ -488,7 +486,7 @@ fn read_input(arg: &str) -> anyhow::Result<Vec<u8>> {
 
 fn compile(args: CompileArgs) -> anyhow::Result<ExitCode> {
     let output = args.output.clone().unwrap_or_else(|| args.component.with_extension("cwasm"));
-    let engine = Engine::new(EngineConfig { epoch_tick: None, max_instances: 4, ..EngineConfig::default() })?;
+    let engine = Engine::new(EngineConfig::default().with_epoch_tick(None).with_max_instances(4))?;
     let bytes = std::fs::read(&args.component).with_context(|| format!("cannot read {}", args.component.display()))?;
     if let Some(world) = args.world {
         let sandbox = Sandbox::new(engine.clone())?;

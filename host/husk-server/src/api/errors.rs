@@ -95,6 +95,8 @@ impl From<EnqueueError> for ApiError {
                 Self::new(StatusCode::TOO_MANY_REQUESTS, "quota-exceeded", error.to_string())
             }
             EnqueueError::Store(error) => error.into(),
+            // A refusal this husk does not know how to map yet.
+            other => Self::internal(other.to_string()),
         }
     }
 }
@@ -109,6 +111,7 @@ impl From<DeployError> for ApiError {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-plugin", message)
             }
             DeployError::NoRollback { .. } => Self::new(StatusCode::CONFLICT, "no-rollback", message),
+            _ => Self::internal(message),
         }
     }
 }

@@ -44,6 +44,7 @@ pub struct TopicPolicy {
 
 /// Why an enqueue was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EnqueueError {
     /// The topic is not registered.
     #[error("unknown topic `{0}`")]

@@ -24,6 +24,7 @@ pub struct CompileCache {
 
 /// Why a cache directory is not used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CacheError {
     /// The directory cannot be created or read.
     #[error("cannot use compile cache directory {path}: {source}")]

@@ -39,6 +39,7 @@ pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(10);
 ///   `PAGEMAP_SCAN` ioctl: better for guests that touch much more memory;
 /// - `cache_dir`: `None` — no on-disk compile cache.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Interval of the epoch ticker thread; `None` for manual ticking.
     pub epoch_tick: Option<Duration>,
@@ -58,6 +59,64 @@ pub struct EngineConfig {
     pub cache_dir: Option<PathBuf>,
 }
 
+impl EngineConfig {
+    /// Sets `epoch_tick` (see the field).
+    #[must_use]
+    pub fn with_epoch_tick(mut self, epoch_tick: Option<Duration>) -> Self {
+        self.epoch_tick = epoch_tick;
+        self
+    }
+
+    /// Sets `fuel` (see the field).
+    #[must_use]
+    pub fn with_fuel(mut self, fuel: bool) -> Self {
+        self.fuel = fuel;
+        self
+    }
+
+    /// Sets `max_instances` (see the field).
+    #[must_use]
+    pub fn with_max_instances(mut self, max_instances: u32) -> Self {
+        self.max_instances = max_instances;
+        self
+    }
+
+    /// Sets `max_memory` (see the field).
+    #[must_use]
+    pub fn with_max_memory(mut self, max_memory: u64) -> Self {
+        self.max_memory = max_memory;
+        self
+    }
+
+    /// Sets `max_wasm_stack` (see the field).
+    #[must_use]
+    pub fn with_max_wasm_stack(mut self, max_wasm_stack: usize) -> Self {
+        self.max_wasm_stack = max_wasm_stack;
+        self
+    }
+
+    /// Sets `memory_keep_resident` (see the field).
+    #[must_use]
+    pub fn with_memory_keep_resident(mut self, memory_keep_resident: usize) -> Self {
+        self.memory_keep_resident = memory_keep_resident;
+        self
+    }
+
+    /// Sets `pagemap_scan` (see the field).
+    #[must_use]
+    pub fn with_pagemap_scan(mut self, pagemap_scan: bool) -> Self {
+        self.pagemap_scan = pagemap_scan;
+        self
+    }
+
+    /// Sets `cache_dir` (see the field).
+    #[must_use]
+    pub fn with_cache_dir(mut self, cache_dir: Option<PathBuf>) -> Self {
+        self.cache_dir = cache_dir;
+        self
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
@@ -75,6 +134,7 @@ impl Default for EngineConfig {
 
 /// Errors building an [`Engine`].
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// wasmtime refused the configuration.
     #[error("invalid engine configuration: {0:#}")]

@@ -13,6 +13,7 @@ use super::{Host, TopicRuntime};
 
 /// Why a deploy or a rollback was refused; the current version stays.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeployError {
     /// No such topic.
     #[error("unknown topic `{0}`")]

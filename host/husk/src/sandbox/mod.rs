@@ -8,7 +8,7 @@
 //! dropped when the job ends, however it ends.
 //!
 //! A plugin is linked to only the interfaces its component imports (see
-//! [`crate::linker`]); a component importing anything else is refused at
+//! [`provided_imports`](crate::plugin::provided_imports)); a component importing anything else is refused at
 //! load. Plugins are loaded through the sandbox that runs them
 //! ([`Sandbox::load`]).
 
@@ -45,6 +45,7 @@ use crate::plugin::{Plugin, PluginError, World};
 ///   Python component built by componentize-py instantiates 14 core
 ///   modules, and needed more than 16 at run time).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Wall time after which the job is killed (`husk.timeout`).
     pub deadline: Duration,
@@ -62,6 +63,57 @@ pub struct Limits {
     pub table_elements: u32,
     /// Most core instances, tables and memories in one job's store.
     pub instances: u32,
+}
+
+impl Limits {
+    /// Sets `deadline` (see the field).
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Sets `fuel` (see the field).
+    #[must_use]
+    pub fn with_fuel(mut self, fuel: Option<u64>) -> Self {
+        self.fuel = fuel;
+        self
+    }
+
+    /// Sets `memory` (see the field).
+    #[must_use]
+    pub fn with_memory(mut self, memory: u64) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    /// Sets `max_output` (see the field).
+    #[must_use]
+    pub fn with_max_output(mut self, max_output: u64) -> Self {
+        self.max_output = max_output;
+        self
+    }
+
+    /// Sets `log_cap` (see the field).
+    #[must_use]
+    pub fn with_log_cap(mut self, log_cap: u64) -> Self {
+        self.log_cap = log_cap;
+        self
+    }
+
+    /// Sets `table_elements` (see the field).
+    #[must_use]
+    pub fn with_table_elements(mut self, table_elements: u32) -> Self {
+        self.table_elements = table_elements;
+        self
+    }
+
+    /// Sets `instances` (see the field).
+    #[must_use]
+    pub fn with_instances(mut self, instances: u32) -> Self {
+        self.instances = instances;
+        self
+    }
 }
 
 impl Default for Limits {
@@ -143,6 +195,7 @@ impl Execution {
 
 /// Misuse of the sandbox by its caller (not something a guest did).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SandboxError {
     /// The plugin was not loaded as (and does not export) the needed world.
     #[error("plugin {digest} is not an {world}")]
@@ -158,7 +211,7 @@ pub enum SandboxError {
 }
 
 /// Loads plugins and runs guests on an [`Engine`]. Each plugin is linked to
-/// only the interfaces it imports (see [`crate::linker`]); the sandbox keeps
+/// only the interfaces it imports (see [`provided_imports`](crate::plugin::provided_imports)); the sandbox keeps
 /// one linker per set of interfaces for the plugins it loads. Cheap to
 /// clone.
 ///
