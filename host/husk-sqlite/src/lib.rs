@@ -12,11 +12,16 @@
 //! Throughput comes from batching: a worker claims up to `max` jobs and
 //! reports a batch of decisions in one transaction each.
 
-use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use parking_lot::{Mutex, MutexGuard};
+
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+mod migrations;
+
+use migrations::MIGRATIONS;
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
@@ -27,57 +32,6 @@ use husk::store::{
     AttemptRecord, CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
     ListFilter, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError,
 };
-
-/// Migration `i` takes a database from schema `i` to `i + 1`; opening
-/// applies those past the file's `user_version`, in one transaction.
-const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
-    r#"
-CREATE TABLE jobs (
-    id               INTEGER PRIMARY KEY AUTOINCREMENT,
-    generation       INTEGER NOT NULL DEFAULT 0,
-    topic            TEXT    NOT NULL,
-    input            BLOB    NOT NULL,
-    policy           TEXT    NOT NULL,
-    attempt          INTEGER NOT NULL,
-    state            INTEGER NOT NULL,
-    not_before       INTEGER,
-    lock_worker      TEXT,
-    lock_token       INTEGER,
-    lock_expires_at  INTEGER,
-    last_fault       TEXT,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    enqueued_at      INTEGER NOT NULL
-);
-CREATE INDEX jobs_ready ON jobs (topic, state, id);
-CREATE INDEX jobs_gates ON jobs (not_before) WHERE state = 1;
-CREATE INDEX jobs_locks ON jobs (lock_expires_at) WHERE state = 2;
-CREATE TABLE outcomes (
-    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
-    job_id       INTEGER NOT NULL,
-    generation   INTEGER NOT NULL,
-    topic        TEXT    NOT NULL,
-    attempts     INTEGER NOT NULL,
-    enqueued_at  INTEGER NOT NULL,
-    finished_at  INTEGER NOT NULL,
-    outcome      TEXT    NOT NULL,
-    policy       TEXT    NOT NULL,
-    last_fault   TEXT,
-    open_incident INTEGER NOT NULL,
-    input        BLOB,
-    UNIQUE (job_id, generation)
-);
-CREATE INDEX outcomes_incidents ON outcomes (job_id) WHERE open_incident = 1;
-CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT INTO meta (key, value) VALUES ('next_token', 0);
-"#,
-    // 2: attempt histories (JSON arrays of `AttemptRecord`s) and
-    // idempotency keys (kept after their job ends, so not on its row).
-    r#"
-ALTER TABLE jobs ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
-ALTER TABLE outcomes ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
-CREATE TABLE keys (key TEXT PRIMARY KEY, job_id INTEGER NOT NULL) WITHOUT ROWID;
-"#,
-];
 
 /// How hard a commit tries to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

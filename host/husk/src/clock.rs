@@ -2,9 +2,10 @@
 //! manual clock in tests (backoff gates, lock expiry and timed wakes are then
 //! driven by the test, never by sleeping).
 
-use parking_lot::{Condvar, Mutex};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
+
+use parking_lot::{Condvar, Mutex};
 
 /// A source of the current time that can also wake waiters when time moves.
 pub trait Clock: Send + Sync + std::fmt::Debug + 'static {

@@ -13,9 +13,10 @@
 //! version, or one with no version, is refused at load with the import named
 //! as the component wrote it.
 
-use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use wasmtime::component::{Component, HasData, HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView as _};

@@ -1,8 +1,9 @@
 //! Terminal outcomes: the only thing that leaves the dispatcher, exactly
 //! once per job.
 
-use parking_lot::Mutex;
 use std::time::SystemTime;
+
+use parking_lot::Mutex;
 
 use serde::{Deserialize, Serialize};
 

@@ -9,11 +9,12 @@
 
 mod stats;
 
-use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
+
+use parking_lot::{Mutex, RwLock};
 
 use arc_swap::ArcSwap;
 

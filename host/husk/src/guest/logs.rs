@@ -1,12 +1,13 @@
 //! Guest logs: the `log` import and the guest's stdout/stderr, written to
 //! `tracing` under the target `husk::guest`, with a per-job byte cap.
 
-use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+
+use parking_lot::Mutex;
 
 use serde::Serialize;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};

@@ -8,9 +8,10 @@
 //! process. A key whose job was forgotten still enqueues nothing and names
 //! that job, which `get` no longer finds.
 
-use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, VecDeque};
 use std::time::SystemTime;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::json;
