@@ -13,7 +13,7 @@ use std::time::Duration;
 use arbitrary::{Arbitrary, Result, Unstructured};
 use husk::engine::{Engine, EngineConfig};
 use husk::fault::Fault;
-use husk::plugin::{Plugin, World};
+use husk::plugin::World;
 use husk::sandbox::{Job, Limits, Sandbox};
 use libfuzzer_sys::fuzz_target;
 use wit_component::{ComponentEncoder, StringEncoding, embed_component_metadata};
