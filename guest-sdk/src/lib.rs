@@ -62,7 +62,9 @@
 //! ## What a guest can and cannot do
 //!
 //! A guest sees its [`Job`] and the host's log ([`info!`], [`warn!`], ...).
-//! It has no file system, network, environment variables or arguments. The
+//! It has no file system, environment variables or arguments; it reads
+//! config only as its topic grants it ([`config`]) and calls only the hosts
+//! its topic allows (`wasi:http`, e.g. with the `wstd` crate). The
 //! host kills a job that runs past its deadline, its fuel budget or its memory
 //! cap, and reports that as a fault with a reserved `husk.` code.
 
@@ -119,6 +121,7 @@ pub mod __bindings {
     pub use wit_bindgen::rt;
 }
 
+pub mod config;
 mod json;
 pub mod log;
 

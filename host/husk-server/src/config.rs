@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use husk::capability::{AllowedHost, ConfigGrant, Grants, HttpGrant, Secret};
 use husk::classify::Rule;
 use husk::engine::EngineConfig;
 use husk::host::{MapperSpec, OperatorFile, PluginSource, Topic};
@@ -123,6 +124,11 @@ pub struct TenantConfig {
     /// Ceiling of a topic's `deadline`.
     #[serde(default, with = "humantime_serde")]
     pub max_deadline: Option<Duration>,
+    /// Ceiling of its topics' `allowed_hosts`: each entry of a topic must
+    /// be within one of these (absent: no ceiling; empty: no outbound HTTP
+    /// for any of its topics).
+    #[serde(default)]
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 /// One topic.
@@ -168,6 +174,29 @@ pub struct TopicConfig {
     /// Deadline of one run of the Wasm error mapper (default `100ms`).
     #[serde(default, with = "humantime_serde")]
     pub mapper_deadline: Option<Duration>,
+    /// Hosts the topic's jobs may call over `wasi:http`:
+    /// `scheme://host[:port]`, a leading `*.` for any subdomain (default:
+    /// none, and a component importing `wasi:http` is refused).
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Longest connect, first-byte or between-bytes wait of one outbound
+    /// request (default `30s`; never past the job's deadline).
+    #[serde(default, with = "humantime_serde")]
+    pub http_timeout: Option<Duration>,
+    /// Most bytes of response bodies one job reads (default `16MiB`).
+    #[serde(default)]
+    pub max_http_response: Option<bytesize::ByteSize>,
+    /// Most outbound requests of one job (default 64).
+    #[serde(default)]
+    pub max_http_requests: Option<u32>,
+    /// Config values the topic's jobs read through `wasi:config/store`.
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    /// Secrets read the same way, each `env:VAR` or `file:PATH`, read at
+    /// start and on each deploy; husk never writes their values, and
+    /// replaces them with `***` in what a job logs or faults with.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, String>,
 }
 
 /// What is wrong in a config text: the key (a dotted path such as
@@ -264,11 +293,38 @@ impl Config {
             if topic.fetch_batch == Some(0) {
                 return Err(KeyError::new(format!("topics.{name}.fetch_batch"), "must be at least 1"));
             }
+            topic.allowed(&format!("topics.{name}"))?;
+            for (key, secret) in &topic.secrets {
+                Secret::parse(secret)
+                    .map_err(|reason| KeyError::new(format!("topics.{name}.secrets.{key}"), reason))?;
+                if topic.config.contains_key(key) {
+                    return Err(KeyError::new(
+                        format!("topics.{name}.secrets.{key}"),
+                        "is also a key of the topic's `config`",
+                    ));
+                }
+            }
+            let http_keys = [
+                ("http_timeout", topic.http_timeout.is_some()),
+                ("max_http_response", topic.max_http_response.is_some()),
+                ("max_http_requests", topic.max_http_requests.is_some()),
+            ];
+            if let Some((key, _)) = http_keys.iter().find(|(_, set)| *set)
+                && topic.allowed_hosts.is_empty()
+            {
+                return Err(KeyError::new(
+                    format!("topics.{name}.{key}"),
+                    "applies to outbound HTTP, which this topic does not grant (no `allowed_hosts`)",
+                ));
+            }
         }
         if self.topics.is_empty() {
             return Err(KeyError::new("topics", "no topic configured (add a [topics.<name>] table)"));
         }
         for (name, tenant) in &self.tenants {
+            if let Some(hosts) = &tenant.allowed_hosts {
+                parse_hosts(hosts, &format!("tenants.{name}.allowed_hosts"))?;
+            }
             for (i, token) in tenant.tokens.iter().enumerate() {
                 TokenRef::parse(token)
                     .map_err(|e| KeyError::new(format!("tenants.{name}.tokens[{i}]"), e.to_string()))?;
@@ -327,10 +383,26 @@ impl Config {
             return above("mapper_deadline", format!("{deadline:?}"), format!("{max:?}"));
         }
         match (tenant.max_fuel, limits.fuel) {
-            (Some(max), Some(fuel)) if fuel > max => above("fuel", fuel.to_string(), max.to_string()),
-            (Some(max), None) => above("fuel", "unlimited (not set)".into(), max.to_string()),
-            _ => Ok(()),
+            (Some(max), Some(fuel)) if fuel > max => return above("fuel", fuel.to_string(), max.to_string()),
+            (Some(max), None) => return above("fuel", "unlimited (not set)".into(), max.to_string()),
+            _ => {}
         }
+        if let Some(ceiling) = &tenant.allowed_hosts {
+            let ceiling = parse_hosts(ceiling, &format!("tenants.{tenant_name}.allowed_hosts"))?;
+            let hosts = topic.allowed(&format!("topics.{name}"))?;
+            if let Some((i, host)) = hosts.iter().enumerate().find(|(_, host)| !ceiling.iter().any(|c| host.within(c)))
+            {
+                return Err(KeyError::new(
+                    format!("topics.{name}.allowed_hosts[{i}]"),
+                    format!(
+                        "`{}` is not within tenant `{tenant_name}`'s `allowed_hosts` ({})",
+                        topic.allowed_hosts[i],
+                        if ceiling.is_empty() { "none".to_owned() } else { format!("{host} is not in it") }
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The API's address: `listen`, else [`DEFAULT_LISTEN`].
@@ -387,8 +459,14 @@ impl Config {
         self.shutdown_grace.unwrap_or(Duration::from_secs(10))
     }
 
-    /// The topics, ready for [`husk::host::HostBuilder::topic`].
-    pub fn topics(&self, base: &Path) -> Vec<Topic> {
+    /// The topics, ready for [`husk::host::HostBuilder::topic`], their
+    /// secrets read.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError`] naming a secret that cannot be read (an unset
+    /// environment variable, a missing or world-readable file).
+    pub fn topics(&self, base: &Path) -> Result<Vec<Topic>, KeyError> {
         self.topics.iter().map(|(name, topic)| topic.to_topic(name, base, self.allow_precompiled)).collect()
     }
 }
@@ -404,9 +482,47 @@ impl TopicConfig {
             .with_memory(self.memory.map_or(memory, |m| m.as_u64()))
     }
 
-    fn to_topic(&self, name: &str, base: &Path, allow_precompiled: bool) -> Topic {
+    /// The topic's `allowed_hosts`, parsed; `key` is the topic's.
+    fn allowed(&self, key: &str) -> Result<Vec<AllowedHost>, KeyError> {
+        parse_hosts(&self.allowed_hosts, &format!("{key}.allowed_hosts"))
+    }
+
+    /// What the topic grants its jobs (`base`: the config file's
+    /// directory, for secret files).
+    fn grants(&self, name: &str, base: &Path) -> Result<Grants, KeyError> {
+        let mut grants = Grants::default();
+        let allowed = self.allowed(&format!("topics.{name}"))?;
+        if !allowed.is_empty() {
+            let defaults = HttpGrant::default();
+            let http = HttpGrant::default()
+                .with_allowed(allowed)
+                .with_timeout(self.http_timeout.unwrap_or(defaults.timeout))
+                .with_max_response(self.max_http_response.map_or(defaults.max_response, |b| b.as_u64()))
+                .with_max_requests(self.max_http_requests.unwrap_or(defaults.max_requests));
+            grants = grants.with_http(http);
+        }
+        if !self.config.is_empty() || !self.secrets.is_empty() {
+            let mut secrets = BTreeMap::new();
+            for (key, text) in &self.secrets {
+                let secret = Secret::parse(text)
+                    .map_err(|reason| KeyError::new(format!("topics.{name}.secrets.{key}"), reason))?;
+                let secret = match secret {
+                    Secret::File(path) => Secret::File(base.join(path)),
+                    env => env,
+                };
+                secrets.insert(key.clone(), secret);
+            }
+            let config = ConfigGrant::new(self.config.clone(), secrets)
+                .map_err(|e| KeyError::new(format!("topics.{name}.secrets.{}", e.key), e.reason))?;
+            grants = grants.with_config(config);
+        }
+        Ok(grants)
+    }
+
+    fn to_topic(&self, name: &str, base: &Path, allow_precompiled: bool) -> Result<Topic, KeyError> {
         let source = |path: &Path| plugin_source(base.join(path), allow_precompiled);
-        let mut topic = Topic::wasm(name, source(&self.plugin)).with_limits(self.limits());
+        let mut topic =
+            Topic::wasm(name, source(&self.plugin)).with_limits(self.limits()).with_grants(self.grants(name, base)?);
         if let Some(tenant) = &self.tenant {
             topic = topic.with_tenant(tenant);
         }
@@ -425,12 +541,12 @@ impl TopicConfig {
         if let Some(deadline) = self.mapper_deadline {
             topic = topic.with_mapper_deadline(deadline);
         }
-        match (&self.mapper, &self.mapper_rules) {
+        Ok(match (&self.mapper, &self.mapper_rules) {
             (Some(path), _) if path.as_os_str() == "self" => topic.with_mapper(MapperSpec::SamePlugin),
             (Some(path), _) => topic.with_mapper(MapperSpec::Plugin(source(path))),
             (None, Some(rules)) => topic.with_mapper(MapperSpec::Rules(rules.clone())),
             (None, None) => topic,
-        }
+        })
     }
 }
 
@@ -446,6 +562,15 @@ fn plugin_source(path: PathBuf, allow_precompiled: bool) -> PluginSource {
     } else {
         PluginSource::Path(path)
     }
+}
+
+/// `hosts` parsed as allowlist entries; `key` names the list.
+fn parse_hosts(hosts: &[String], key: &str) -> Result<Vec<AllowedHost>, KeyError> {
+    hosts
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| AllowedHost::parse(entry).map_err(|e| KeyError::new(format!("{key}[{i}]"), e.to_string())))
+        .collect()
 }
 
 /// A TOML error on one line, with its line number when known.

@@ -126,7 +126,10 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
             Quota::default().with_max_concurrent(tenant.max_concurrent).with_max_queued(tenant.max_queued),
         );
     }
-    for topic in config.topics(base) {
+    let topics = config
+        .topics(base)
+        .map_err(|error| crate::config::ConfigError::Invalid { file: config_path.to_owned(), error })?;
+    for topic in topics {
         builder = builder.topic(topic);
     }
     let started = Instant::now();

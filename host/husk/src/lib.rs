@@ -37,6 +37,7 @@
 //! ```
 
 mod bindings;
+pub mod capability;
 pub mod classify;
 pub mod clock;
 pub mod contract;

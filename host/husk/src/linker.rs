@@ -9,6 +9,12 @@
 //! capability behind them is denied by the job's context (see `state`): no
 //! preopened directories, no environment, no arguments, no network.
 //!
+//! Two more are capabilities a topic grants (see `capability`):
+//! `wasi:http/outgoing-handler` and `wasi:http/types` (at 0.2.x) for a topic
+//! with `allowed_hosts`, `wasi:config/store` (at 0.2.0-rc.1, the version
+//! wasmtime-wasi-config implements) for a topic with config. A topic that
+//! does not grant them refuses a component importing them.
+//!
 //! A component importing anything else, an interface at an incompatible
 //! version, or one with no version, is refused at load with the import named
 //! as the component wrote it.
@@ -25,8 +31,11 @@ use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView as _};
 use wasmtime_wasi::p2::bindings;
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView as _};
 use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
+use wasmtime_wasi_http::p2::bindings::sync::http;
+use wasmtime_wasi_http::{WasiHttp, WasiHttpView as _};
 
 use crate::bindings::operation::husk::worker::{log, types};
+use crate::capability::Grants;
 use crate::guest::{BoundedIo, JobState};
 
 /// Adds one interface to a linker.
@@ -39,14 +48,54 @@ enum Family {
     Husk,
     /// WASI, at 0.2.x.
     Wasi,
+    /// `wasi:http`, at 0.2.x, for a topic granting outbound HTTP.
+    Http,
+    /// `wasi:config`, at 0.2.0-rc.1 only, for a topic granting config.
+    Config,
 }
+
+/// The one version of `wasi:config` husk provides.
+const CONFIG_VERSION: &str = "0.2.0-rc.1";
 
 impl Family {
     /// The `major.minor` of the versions husk provides (any patch).
     fn major_minor(self) -> (u64, u64) {
         match self {
             Family::Husk => (0, 1),
-            Family::Wasi => (0, 2),
+            Family::Wasi | Family::Http | Family::Config => (0, 2),
+        }
+    }
+
+    /// Whether `version` (as an import writes it) is one husk provides.
+    fn accepts(self, version: &str) -> bool {
+        match self {
+            Family::Config => version == CONFIG_VERSION,
+            _ => major_minor(version) == Some(self.major_minor()),
+        }
+    }
+
+    /// The versions husk provides, for error messages.
+    fn versions(self) -> String {
+        match self {
+            Family::Config => CONFIG_VERSION.to_owned(),
+            _ => {
+                let (major, minor) = self.major_minor();
+                format!("{major}.{minor}.x")
+            }
+        }
+    }
+
+    /// Why `grants` do not let a component import this family; `None` when
+    /// they do.
+    fn denied(self, grants: &Grants) -> Option<&'static str> {
+        match self {
+            Family::Http if grants.http.is_none() => {
+                Some("which its topic does not grant: outbound HTTP needs the topic's `allowed_hosts` (`husk run --allow-host`)")
+            }
+            Family::Config if grants.config.is_none() => {
+                Some("which its topic does not grant: `wasi:config` needs the topic's `config` or `secrets` (`husk run --config`)")
+            }
+            _ => None,
         }
     }
 }
@@ -147,6 +196,11 @@ const PROVIDED: &[Provided] = &[
         add: |l| bindings::clocks::wall_clock::add_to_linker::<_, WasiClocks>(l, JobState::clocks),
     },
     Provided {
+        name: "wasi:config/store",
+        family: Family::Config,
+        add: |l| wasmtime_wasi_config::add_to_linker(l, JobState::config),
+    },
+    Provided {
         name: "wasi:filesystem/preopens",
         family: Family::Wasi,
         add: |l| bindings::filesystem::preopens::add_to_linker::<_, WasiFilesystem>(l, JobState::filesystem),
@@ -155,6 +209,19 @@ const PROVIDED: &[Provided] = &[
         name: "wasi:filesystem/types",
         family: Family::Wasi,
         add: |l| bindings::sync::filesystem::types::add_to_linker::<_, WasiFilesystem>(l, JobState::filesystem),
+    },
+    Provided {
+        name: "wasi:http/outgoing-handler",
+        family: Family::Http,
+        add: |l| http::outgoing_handler::add_to_linker::<_, WasiHttp>(l, JobState::http),
+    },
+    Provided {
+        name: "wasi:http/types",
+        family: Family::Http,
+        add: |l| {
+            let options = wasmtime_wasi_http::p2::bindings::LinkOptions::default();
+            http::types::add_to_linker::<_, WasiHttp>(l, &options.into(), JobState::http)
+        },
     },
     Provided {
         name: "wasi:io/error",
@@ -278,14 +345,24 @@ impl Linkers {
     /// # Errors
     ///
     /// [`Refused`] naming the first import that husk does not provide,
-    /// provides at another version, or that names no version.
-    pub(crate) fn link(&self, engine: &wasmtime::Engine, component: &Component) -> Result<Linked, Refused> {
+    /// provides at another version, that names no version, or that
+    /// `grants` do not grant.
+    pub(crate) fn link(
+        &self,
+        engine: &wasmtime::Engine,
+        component: &Component,
+        grants: &Grants,
+    ) -> Result<Linked, Refused> {
         let mut set: Set = 0;
         let mut imports = Vec::new();
         for (import, _) in component.component_type().imports(engine) {
             // Two versions of one interface (`@0.2.0` and `@0.2.3`) share one
             // definition: the linker matches both to it.
-            set |= 1 << resolve(import)?;
+            let index = resolve(import)?;
+            if let Some(reason) = PROVIDED[index].family.denied(grants) {
+                return Err(Refused { import: import.to_owned(), reason: reason.to_owned() });
+            }
+            set |= 1 << index;
             imports.push(import.to_owned());
         }
         let mut by_set = self.by_set.lock();
@@ -330,13 +407,11 @@ fn resolve(import: &str) -> Result<usize, Refused> {
     let Some(index) = PROVIDED.iter().position(|p| p.name == name) else {
         return Err(refused(format!("which husk does not provide; husk provides {}", provided_list())));
     };
-    let (major, minor) = PROVIDED[index].family.major_minor();
-    let wanted = format!("husk provides {name} at {major}.{minor}.x");
+    let family = PROVIDED[index].family;
+    let wanted = format!("husk provides {name} at {}", family.versions());
     match version {
         None => Err(refused(format!("without a version, which husk does not link; {wanted}"))),
-        Some(version) if major_minor(version) != Some((major, minor)) => {
-            Err(refused(format!("a version husk does not provide; {wanted}")))
-        }
+        Some(version) if !family.accepts(version) => Err(refused(format!("a version husk does not provide; {wanted}"))),
         Some(_) => Ok(index),
     }
 }
@@ -359,7 +434,10 @@ fn major_minor(version: &str) -> Option<(u64, u64)> {
 /// Every interface husk provides, for error messages.
 fn provided_list() -> String {
     let names: Vec<&str> = provided().collect();
-    format!("{} (husk:worker at 0.1.x, WASI at 0.2.x)", names.join(", "))
+    format!(
+        "{} (husk:worker at 0.1.x, WASI at 0.2.x but wasi:config at {CONFIG_VERSION}; wasi:http and wasi:config only as a topic grants them)",
+        names.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -369,6 +447,7 @@ mod tests {
     use wasmtime::component::Component;
 
     use super::{Family, Linkers, PROVIDED, major_minor, resolve};
+    use crate::capability::Grants;
 
     /// A component importing `imports` (instances with one function each).
     fn importing(engine: &wasmtime::Engine, imports: &[&str]) -> Component {
@@ -384,17 +463,24 @@ mod tests {
         let engine = wasmtime::Engine::default();
         let linkers = Linkers::default();
         let random = ["wasi:random/random@0.2.0", "wasi:clocks/wall-clock@0.2.0"];
-        let first = linkers.link(&engine, &importing(&engine, &random)).unwrap();
+        let first = linkers.link(&engine, &importing(&engine, &random), &Grants::default()).unwrap();
         // The same interfaces at another patch version and in another order.
         let again = linkers
-            .link(&engine, &importing(&engine, &["wasi:clocks/wall-clock@0.2.3", "wasi:random/random@0.2.3"]))
+            .link(
+                &engine,
+                &importing(&engine, &["wasi:clocks/wall-clock@0.2.3", "wasi:random/random@0.2.3"]),
+                &Grants::default(),
+            )
             .unwrap();
-        let other = linkers.link(&engine, &importing(&engine, &random[..1])).unwrap();
+        let other = linkers.link(&engine, &importing(&engine, &random[..1]), &Grants::default()).unwrap();
         assert!(Arc::ptr_eq(&first.linker, &again.linker));
         assert!(!Arc::ptr_eq(&first.linker, &other.linker));
         assert_eq!(linkers.len(), 2);
         assert_eq!(again.imports, ["wasi:clocks/wall-clock@0.2.3", "wasi:random/random@0.2.3"]);
-        let refused = linkers.link(&engine, &importing(&engine, &["wasi:http/types@0.2.0"])).map(|_| ()).unwrap_err();
+        let refused = linkers
+            .link(&engine, &importing(&engine, &["wasi:http/types@0.2.0"]), &Grants::default())
+            .map(|_| ())
+            .unwrap_err();
         assert_eq!((refused.import.as_str(), linkers.len()), ("wasi:http/types@0.2.0", 2));
     }
 

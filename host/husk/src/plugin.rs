@@ -9,6 +9,7 @@ use wasmtime::component::Component;
 
 use crate::bindings::error_mapper::ErrorMapperPre;
 use crate::bindings::operation::OperationPre;
+use crate::capability::Grants;
 use crate::engine::{CodeSource, Engine, content_digest};
 use crate::guest::JobState;
 pub use crate::linker::provided as provided_imports;
@@ -140,6 +141,7 @@ impl Plugin {
         bytes: &[u8],
         world: World,
         source_name: &str,
+        grants: &Grants,
     ) -> Result<Self, PluginError> {
         if Engine::is_precompiled_component(bytes) {
             return Err(PluginError::Precompiled { source_name: source_name.to_owned() });
@@ -153,8 +155,16 @@ impl Plugin {
             return Err(PluginError::NotWasm { source_name: source_name.to_owned() });
         }
         let compiled = engine.compile(bytes).map_err(invalid)?;
-        let plugin =
-            Self::validate(engine, linkers, compiled.component(), compiled.code_source(), bytes, world, source_name)?;
+        let plugin = Self::validate(
+            engine,
+            linkers,
+            compiled.component(),
+            compiled.code_source(),
+            bytes,
+            world,
+            source_name,
+            grants,
+        )?;
         // Only a component that loaded is kept in the compile cache.
         compiled.keep();
         Ok(plugin)
@@ -172,18 +182,20 @@ impl Plugin {
         bytes: &[u8],
         world: World,
         source_name: &str,
+        grants: &Grants,
     ) -> Result<Self, PluginError> {
         if !Engine::is_precompiled_component(bytes) {
-            return Self::compile(engine, linkers, bytes, world, source_name);
+            return Self::compile(engine, linkers, bytes, world, source_name, grants);
         }
         // SAFETY: this function's own contract, passed on to its caller.
         let component = unsafe { engine.load_precompiled(bytes) }
             .map_err(|e| PluginError::Invalid { source_name: source_name.to_owned(), reason: format!("{e:#}") })?;
-        Self::validate(engine, linkers, &component, CodeSource::Precompiled, bytes, world, source_name)
+        Self::validate(engine, linkers, &component, CodeSource::Precompiled, bytes, world, source_name, grants)
     }
 
     /// Links a compiled component to the interfaces it imports and checks
     /// that it exports `world`.
+    #[expect(clippy::too_many_arguments, reason = "the component, where it comes from, and what it is loaded as")]
     fn validate(
         engine: &Engine,
         linkers: &Linkers,
@@ -192,10 +204,11 @@ impl Plugin {
         bytes: &[u8],
         world: World,
         source_name: &str,
+        grants: &Grants,
     ) -> Result<Self, PluginError> {
         let refused =
             |Refused { import, reason }| PluginError::Imports { source_name: source_name.to_owned(), import, reason };
-        let Linked { linker, imports } = linkers.link(engine.wasmtime(), component).map_err(refused)?;
+        let Linked { linker, imports } = linkers.link(engine.wasmtime(), component, grants).map_err(refused)?;
         let instance_pre = linker.instantiate_pre(component).map_err(|e| refused(mismatch(&e, &imports)))?;
         let operation = OperationPre::new(instance_pre.clone());
         let error_mapper = ErrorMapperPre::new(instance_pre);
@@ -276,7 +289,11 @@ fn mismatch(error: &wasmtime::Error, imports: &[String]) -> Refused {
 }
 
 /// The bytes of the file at `path`, and its name in errors.
-pub(crate) fn read(path: &Path) -> Result<(Vec<u8>, String), PluginError> {
+///
+/// # Errors
+///
+/// [`PluginError::Read`] when it cannot be read.
+pub fn read(path: &Path) -> Result<(Vec<u8>, String), PluginError> {
     let source_name = path.display().to_string();
     match std::fs::read(path) {
         Ok(bytes) => Ok((bytes, source_name)),

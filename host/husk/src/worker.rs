@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
+use crate::capability::Grants;
 use crate::dispatch::Dispatcher;
 use crate::plugin::Plugin;
 use crate::quota::ConcurrencyGate;
@@ -84,12 +85,26 @@ pub struct WasmHandler {
     sandbox: Sandbox,
     plugin: ArcSwap<Plugin>,
     limits: Limits,
+    grants: ArcSwap<Grants>,
 }
 
 impl WasmHandler {
-    /// A handler running `plugin` with `limits`.
+    /// A handler running `plugin` with `limits`, granting nothing.
     pub fn new(sandbox: Sandbox, plugin: Plugin, limits: Limits) -> Self {
-        Self { sandbox, plugin: ArcSwap::from_pointee(plugin), limits }
+        Self::granted(sandbox, plugin, limits, Grants::default())
+    }
+
+    /// A handler running `plugin` with `limits`, its jobs granted `grants`
+    /// (the plugin must have been loaded with them).
+    pub fn granted(sandbox: Sandbox, plugin: Plugin, limits: Limits, grants: Grants) -> Self {
+        Self { sandbox, plugin: ArcSwap::from_pointee(plugin), limits, grants: ArcSwap::from_pointee(grants) }
+    }
+
+    /// Makes `plugin`, loaded with `grants`, the version new jobs run on,
+    /// with those grants (whose secrets may have been read again).
+    pub fn swap_granted(&self, plugin: Plugin, grants: Grants) -> Arc<Plugin> {
+        self.grants.store(Arc::new(grants));
+        self.swap(plugin)
     }
 
     /// The plugin new jobs run on.
@@ -110,12 +125,13 @@ impl WasmHandler {
 
 impl Handler for WasmHandler {
     fn handle(&self, job: &LockedJob, cancel: &CancelToken) -> Handled {
-        run_wasm(&self.sandbox, &self.plugin.load_full(), &self.limits, job, cancel)
+        run_wasm(&self.sandbox, &self.plugin.load_full(), &self.limits, &self.grants.load(), job, cancel)
     }
 
     fn pinned(&self) -> Option<Arc<dyn Handler>> {
         let plugin = self.plugin.load_full();
-        Some(Arc::new(PinnedWasm { sandbox: self.sandbox.clone(), plugin, limits: self.limits.clone() }))
+        let grants = self.grants.load_full();
+        Some(Arc::new(PinnedWasm { sandbox: self.sandbox.clone(), plugin, limits: self.limits.clone(), grants }))
     }
 }
 
@@ -124,20 +140,28 @@ struct PinnedWasm {
     sandbox: Sandbox,
     plugin: Arc<Plugin>,
     limits: Limits,
+    grants: Arc<Grants>,
 }
 
 impl Handler for PinnedWasm {
     fn handle(&self, job: &LockedJob, cancel: &CancelToken) -> Handled {
-        run_wasm(&self.sandbox, &self.plugin, &self.limits, job, cancel)
+        run_wasm(&self.sandbox, &self.plugin, &self.limits, &self.grants, job, cancel)
     }
 }
 
 /// Runs `job` on `plugin` in the sandbox.
-fn run_wasm(sandbox: &Sandbox, plugin: &Plugin, limits: &Limits, job: &LockedJob, cancel: &CancelToken) -> Handled {
+fn run_wasm(
+    sandbox: &Sandbox,
+    plugin: &Plugin,
+    limits: &Limits,
+    grants: &Grants,
+    job: &LockedJob,
+    cancel: &CancelToken,
+) -> Handled {
     let wit_job =
         Job { id: job.id().to_string(), topic: job.topic.clone(), attempt: job.attempt, input: job.input.clone() };
     let version = Some(plugin.digest().to_owned());
-    let execution = match sandbox.execute(plugin, &wit_job, limits, Some(cancel)) {
+    let execution = match sandbox.execute_granted(plugin, &wit_job, limits, grants, Some(cancel)) {
         Ok(execution) => execution,
         Err(error) => {
             return Handled::trap(&error.to_string(), version);

@@ -17,6 +17,9 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
 use crate::client::Client;
+use std::collections::BTreeMap;
+
+use husk::capability::{AllowedHost, ConfigGrant, Grants, HttpGrant};
 use husk::engine::{Engine, EngineConfig};
 use husk::fault::body_value;
 use husk::plugin::{Plugin, World};
@@ -264,8 +267,24 @@ struct RunArgs {
     /// can write. Without it, only a component is run.
     #[arg(long)]
     allow_precompiled: bool,
+    /// Let the job call this host over `wasi:http`: `scheme://host[:port]`,
+    /// `*.` for any subdomain (repeatable; default: no outbound HTTP).
+    #[arg(long = "allow-host", value_name = "URL", value_parser = AllowedHost::parse)]
+    allow_hosts: Vec<AllowedHost>,
+    /// A config value the job reads through `wasi:config/store`
+    /// (repeatable).
+    #[arg(long = "config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    config: Vec<(String, String)>,
     #[command(flatten)]
     cache: CacheArgs,
+}
+
+/// `KEY=VALUE`.
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("`{text}` is not KEY=VALUE")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -431,9 +450,13 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .with_max_instances(4)
         .with_cache_dir(args.cache.dir());
     let sandbox = Sandbox::new(Engine::new(config)?)?;
-    let plugin = load_run_plugin(&sandbox, &args)?;
+    let mut grants = Grants::default().with_http(HttpGrant::default().with_allowed(args.allow_hosts.clone()));
+    if !args.config.is_empty() {
+        grants = grants.with_config(ConfigGrant::new(args.config.iter().cloned().collect(), BTreeMap::new())?);
+    }
+    let plugin = load_run_plugin(&sandbox, &args, &grants)?;
     let job = Job { id: "cli-1".into(), topic: args.topic, attempt: args.attempt, input };
-    let execution = sandbox.execute(&plugin, &job, &limits, None)?;
+    let execution = sandbox.execute_granted(&plugin, &job, &limits, &grants, None)?;
     let (report, code) = report(&execution, &plugin);
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(ExitCode::from(code))
@@ -441,13 +464,14 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// `husk run`'s component: precompiled code only with `--allow-precompiled`.
 #[allow(unsafe_code)]
-fn load_run_plugin(sandbox: &Sandbox, args: &RunArgs) -> Result<Plugin, husk::plugin::PluginError> {
+fn load_run_plugin(sandbox: &Sandbox, args: &RunArgs, grants: &Grants) -> Result<Plugin, husk::plugin::PluginError> {
+    let (bytes, name) = husk::plugin::read(&args.component)?;
     if args.allow_precompiled {
         // SAFETY: the user running husk vouched for the file on the command
         // line (`--allow-precompiled`, documented as for their own files).
-        unsafe { sandbox.load_trusted(&args.component, World::Operation) }
+        unsafe { sandbox.load_trusted_bytes(&bytes, World::Operation, &name, grants) }
     } else {
-        sandbox.load(&args.component, World::Operation)
+        sandbox.load_granted(&bytes, World::Operation, &name, grants)
     }
 }
 

@@ -14,6 +14,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 use crate::bindings::LogLevel;
+use crate::capability::Redactor;
 
 /// The `tracing` target of everything a guest logs.
 pub const GUEST_TARGET: &str = "husk::guest";
@@ -44,6 +45,8 @@ struct Inner {
     job_id: String,
     topic: String,
     cap: u64,
+    /// The topic's secrets, replaced by `***` in everything logged.
+    redactor: Redactor,
     stats: LogStats,
     stderr_tail: VecDeque<u8>,
     /// Partial lines of stdout and stderr, written out at their newline.
@@ -59,12 +62,13 @@ enum Source {
 }
 
 impl JobLog {
-    pub(crate) fn new(job_id: &str, topic: &str, cap: u64) -> Self {
+    pub(crate) fn new(job_id: &str, topic: &str, cap: u64, redactor: Redactor) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Inner {
                 job_id: job_id.to_owned(),
                 topic: topic.to_owned(),
                 cap,
+                redactor,
                 stats: LogStats::default(),
                 stderr_tail: VecDeque::new(),
                 stdout_line: Vec::new(),
@@ -99,7 +103,7 @@ impl JobLog {
         let inner = self.lock();
         let (a, b) = inner.stderr_tail.as_slices();
         let text = String::from_utf8_lossy(&[a, b].concat()).trim().to_owned();
-        (!text.is_empty()).then_some(text)
+        (!text.is_empty()).then(|| inner.redactor.redact(&text).into_owned())
     }
 
     /// A stdout or stderr stream for the guest's WASI context.
@@ -165,7 +169,8 @@ impl Inner {
         }
         self.stats.bytes_written += len;
         let text = String::from_utf8_lossy(bytes);
-        let text = escape_controls(text.trim_end());
+        let text = self.redactor.redact(text.trim_end());
+        let text = escape_controls(&text);
         let (job_id, topic) = (&self.job_id, &self.topic);
         match source {
             Source::Log(LogLevel::Trace) => tracing::trace!(target: GUEST_TARGET, job_id = %job_id, %topic, "{text}"),

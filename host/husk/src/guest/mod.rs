@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use logs::JobLog;
 pub use logs::{GUEST_TARGET, LogStats};
-pub(crate) use state::{JobLimiter, JobState};
+pub(crate) use state::{JobLimiter, JobNames, JobState};
 pub use stops::MemoryLimitExceeded;
 pub(crate) use stops::{CancelRequested, DeadlinePassed};
 pub(crate) use waits::{Bound, BoundedIo};

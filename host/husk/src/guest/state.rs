@@ -11,21 +11,28 @@
 //!   under its cap;
 //! - no network: TCP, UDP and name lookup are all disallowed, and no socket
 //!   address is permitted (the default address check refuses every one);
+//!   outbound HTTP only as a topic grants it (see `capability`);
+//! - config values only as a topic grants them;
 //! - clocks and random numbers are the host's, which only reveal the time;
 //! - every wait (a poll, a sleep, a blocking stream operation) is bounded by
 //!   the job's deadline and cancel (see `waits`).
 //!
 //! Granting any of these is a deliberate change here, not a default.
 
+use std::sync::{Arc, LazyLock};
+
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_config::{WasiConfig, WasiConfigVariables};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::logs::JobLog;
 use super::stops::MemoryLimitExceeded;
 use super::waits::{Bound, BoundedIo};
 use crate::bindings::LogLevel;
 use crate::bindings::operation::husk::worker::{log, types};
+use crate::capability::{ConfigGrant, Grants, HttpHooks};
 
 /// The data of one job's store.
 pub(crate) struct JobState {
@@ -39,11 +46,31 @@ pub(crate) struct JobState {
     /// When the run must stop: checked at every epoch tick in WebAssembly,
     /// and by every host call that waits.
     pub(crate) bound: Bound,
+    /// Outbound HTTP, when the topic grants it.
+    http: Option<Box<JobHttp>>,
+    /// Config values and secrets, when the topic grants them.
+    config: Option<Arc<ConfigGrant>>,
+}
+
+/// A job's `wasi:http` state.
+struct JobHttp {
+    ctx: WasiHttpCtx,
+    hooks: HttpHooks,
 }
 
 impl JobState {
-    pub(crate) fn new(log: JobLog, limiter: JobLimiter, bound: Bound) -> Self {
-        Self { wasi: None, table: ResourceTable::new(), log, limiter, bound }
+    pub(crate) fn new(log: JobLog, limiter: JobLimiter, bound: Bound, grants: &Grants, job: JobNames<'_>) -> Self {
+        let http = grants.http.as_ref().map(|grant| {
+            let hooks = HttpHooks::new(Some(grant.clone()), job.topic, job.id, job.deadline_at);
+            Box::new(JobHttp { ctx: WasiHttpCtx::new(), hooks })
+        });
+        Self { wasi: None, table: ResourceTable::new(), log, limiter, bound, http, config: grants.config.clone() }
+    }
+
+    /// What `wasi:config/store` reads: the topic's config, or nothing.
+    pub(crate) fn config(&mut self) -> WasiConfig<'_> {
+        static NONE: LazyLock<WasiConfigVariables> = LazyLock::new(WasiConfigVariables::new);
+        WasiConfig::from(self.config.as_deref().map_or(&*NONE, ConfigGrant::variables))
     }
 
     /// The job's resource table, without building its WASI context (the
@@ -76,6 +103,28 @@ impl WasiView for JobState {
         });
         WasiCtxView { ctx, table: &mut self.table }
     }
+}
+
+impl WasiHttpView for JobState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        // Linked only for a topic that grants HTTP; were it not, every
+        // request would be denied.
+        let http = self.http.get_or_insert_with(|| {
+            Box::new(JobHttp {
+                ctx: WasiHttpCtx::new(),
+                hooks: HttpHooks::new(None, "", "", std::time::Instant::now()),
+            })
+        });
+        WasiHttpCtxView { ctx: &mut http.ctx, table: &mut self.table, hooks: &mut http.hooks }
+    }
+}
+
+/// Who a job is, for its outbound requests: its id and topic (in logs and
+/// idempotency keys), and when its deadline passes.
+pub(crate) struct JobNames<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) topic: &'a str,
+    pub(crate) deadline_at: std::time::Instant,
 }
 
 impl types::Host for JobState {}

@@ -3,6 +3,7 @@
 
 use parking_lot::Mutex;
 
+use crate::capability::{Grants, SecretError};
 use crate::dispatch::TopicPolicy;
 use crate::engine::content_digest;
 use crate::plugin::{Plugin, PluginError, World};
@@ -33,6 +34,14 @@ pub enum DeployError {
     /// export `classify`.
     #[error("topic `{0}` classifies faults with its plugin's `classify`, which the new version does not export")]
     MissingClassify(String),
+    /// A secret of the topic's config could not be read again.
+    #[error("topic `{topic}`: {error}")]
+    Secret {
+        /// The topic.
+        topic: String,
+        /// Which secret, and why.
+        error: SecretError,
+    },
     /// No version to roll back to.
     #[error("topic `{topic}`: {reason}")]
     NoRollback {
@@ -67,6 +76,10 @@ impl Host {
         let (runtime, versions) = self.versions_of(topic)?;
         let invalid = |error| DeployError::Invalid { topic: topic.to_owned(), error };
         let (bytes, name) = source.bytes().map_err(invalid)?;
+        // Secrets are read again on a deploy (a rotated secret file takes
+        // effect); one that cannot be read refuses the deploy.
+        let grants =
+            runtime.topic.grants.reread().map_err(|error| DeployError::Secret { topic: topic.to_owned(), error })?;
         // A version already loaded is reused as it is: deploying it again
         // neither compiles it nor drops the loaded copy (dropping a module
         // makes wasmtime reclaim its warm pool slots, which running jobs
@@ -74,12 +87,12 @@ impl Host {
         let loaded = versions.lock().find(&content_digest(&bytes));
         let plugin = match loaded {
             Some(plugin) => plugin,
-            None => source.load_bytes(&self.sandbox, &bytes, World::Operation, &name).map_err(invalid)?,
+            None => source.load_bytes(&self.sandbox, &bytes, World::Operation, &name, &grants).map_err(invalid)?,
         };
         if matches!(runtime.topic.mapper, Some(MapperSpec::SamePlugin)) && !plugin.is_error_mapper() {
             return Err(DeployError::MissingClassify(topic.to_owned()));
         }
-        Ok(self.make_current(runtime, plugin, origin))
+        Ok(self.make_current(runtime, plugin, Some(grants), origin))
     }
 
     /// Makes the version deployed before the current one current again, or
@@ -97,7 +110,7 @@ impl Host {
             };
             DeployError::NoRollback { topic: topic.to_owned(), reason }
         })?;
-        Ok(self.make_current(runtime, target, Origin::Rollback))
+        Ok(self.make_current(runtime, target, None, Origin::Rollback))
     }
 
     /// The version of `topic`'s plugin new fetches run on; `None` for an
@@ -117,7 +130,14 @@ impl Host {
         Ok(versions.lock().list())
     }
 
-    fn make_current(&self, runtime: &TopicRuntime, plugin: Plugin, origin: Origin) -> VersionInfo {
+    /// Makes `plugin` current, with `grants` when they were read again.
+    fn make_current(
+        &self,
+        runtime: &TopicRuntime,
+        plugin: Plugin,
+        grants: Option<Grants>,
+        origin: Origin,
+    ) -> VersionInfo {
         let (Some(versions), Some(wasm)) = (&runtime.versions, &runtime.wasm) else {
             unreachable!("versions_of checked the topic runs Wasm");
         };
@@ -127,7 +147,10 @@ impl Host {
             self.dispatcher
                 .set_topic(&runtime.topic.name, TopicPolicy { retry: runtime.topic.retry, mapper: Some(mapper) });
         }
-        let previous = wasm.swap(plugin.clone());
+        let previous = match grants {
+            Some(grants) => wasm.swap_granted(plugin.clone(), grants),
+            None => wasm.swap(plugin.clone()),
+        };
         versions.push(plugin, origin, self.dispatcher.clock().now());
         tracing::info!(
             topic = %runtime.topic.name,

@@ -165,9 +165,14 @@ impl HostBuilder {
                 Runner::Native(handler) => (handler.clone(), None, None),
                 Runner::Wasm(source) => {
                     let plugin = source
-                        .load(&sandbox, World::Operation)
+                        .load(&sandbox, World::Operation, &topic.grants)
                         .map_err(|error| HostError::Plugin { topic: topic.name.clone(), error })?;
-                    let handler = Arc::new(WasmHandler::new(sandbox.clone(), plugin.clone(), topic.limits.clone()));
+                    let handler = Arc::new(WasmHandler::granted(
+                        sandbox.clone(),
+                        plugin.clone(),
+                        topic.limits.clone(),
+                        topic.grants.clone(),
+                    ));
                     (handler.clone() as Arc<dyn Handler>, Some(handler), Some(plugin))
                 }
             };

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::capability::Grants;
 use crate::classify::{ErrorMapper, Rule, Rules};
 use crate::plugin::{Plugin, PluginError, World};
 use crate::retry::RetryPolicySpec;
@@ -72,9 +73,9 @@ impl PluginSource {
         }
     }
 
-    pub(super) fn load(&self, sandbox: &Sandbox, world: World) -> Result<Plugin, PluginError> {
+    pub(super) fn load(&self, sandbox: &Sandbox, world: World, grants: &Grants) -> Result<Plugin, PluginError> {
         let (bytes, name) = self.bytes()?;
-        self.load_bytes(sandbox, &bytes, world, &name)
+        self.load_bytes(sandbox, &bytes, world, &name, grants)
     }
 
     /// Loads `bytes` read from this source.
@@ -85,12 +86,13 @@ impl PluginSource {
         bytes: &[u8],
         world: World,
         name: &str,
+        grants: &Grants,
     ) -> Result<Plugin, PluginError> {
         match self {
             // SAFETY: the bytes are the operator's file's, which
             // `OperatorFile::new`'s caller vouched for.
-            PluginSource::Operator(_) => unsafe { sandbox.load_trusted_bytes(bytes, world, name) },
-            PluginSource::Path(_) | PluginSource::Bytes { .. } => sandbox.load_bytes(bytes, world, name),
+            PluginSource::Operator(_) => unsafe { sandbox.load_trusted_bytes(bytes, world, name, grants) },
+            PluginSource::Path(_) | PluginSource::Bytes { .. } => sandbox.load_granted(bytes, world, name, grants),
         }
     }
 }
@@ -129,6 +131,7 @@ pub struct Topic {
     pub(super) retry: Option<RetryPolicySpec>,
     pub(super) mapper: Option<MapperSpec>,
     pub(super) mapper_deadline: Option<Duration>,
+    pub(super) grants: Grants,
 }
 
 impl std::fmt::Debug for Topic {
@@ -159,7 +162,22 @@ impl Topic {
             retry: None,
             mapper: None,
             mapper_deadline: None,
+            grants: Grants::default(),
         }
+    }
+
+    /// Grants the topic's jobs `grants` (outbound HTTP, config): a
+    /// component importing `wasi:http` or `wasi:config` loads only for a
+    /// topic granting it. The error mapper is granted nothing.
+    #[must_use]
+    pub fn with_grants(mut self, grants: Grants) -> Self {
+        self.grants = grants;
+        self
+    }
+
+    /// What the topic grants its jobs.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
     }
 
     /// Sets the deadline of one run of the topic's Wasm error mapper
@@ -266,9 +284,11 @@ pub(super) fn load_mapper(
         Some(MapperSpec::Rules(rules)) => Some(ErrorMapper::Rules(
             Rules::new(rules.clone()).map_err(|error| HostError::Rules { topic: topic.name.clone(), error })?,
         )),
-        Some(MapperSpec::Plugin(source)) => {
-            Some(wasm_mapper(sandbox, topic, source.load(sandbox, World::ErrorMapper).map_err(plugin_error)?))
-        }
+        Some(MapperSpec::Plugin(source)) => Some(wasm_mapper(
+            sandbox,
+            topic,
+            source.load(sandbox, World::ErrorMapper, &Grants::default()).map_err(plugin_error)?,
+        )),
         Some(MapperSpec::SamePlugin) => {
             let plugin = own
                 .filter(|p| p.is_error_mapper())

@@ -25,9 +25,10 @@ use kill::{Failure, FailureContext, classify_error};
 
 pub use crate::bindings::Job;
 use crate::bindings::{Classification, operation};
+use crate::capability::Grants;
 use crate::engine::Engine;
 use crate::fault::Fault;
-use crate::guest::{Bound, JobLimiter, JobLog, JobState};
+use crate::guest::{Bound, JobLimiter, JobLog, JobNames, JobState};
 pub use crate::guest::{CancelToken, GUEST_TARGET, LogStats, MemoryLimitExceeded};
 use crate::linker::Linkers;
 use crate::plugin::{Plugin, PluginError, World};
@@ -273,7 +274,23 @@ impl Sandbox {
     ///
     /// As [`Sandbox::load`].
     pub fn load_bytes(&self, bytes: &[u8], world: World, source_name: &str) -> Result<Plugin, PluginError> {
-        Plugin::compile(&self.engine, &self.linkers, bytes, world, source_name)
+        self.load_granted(bytes, world, source_name, &Grants::default())
+    }
+
+    /// [`Sandbox::load_bytes`] for a topic that grants `grants`: a component
+    /// importing `wasi:http` or `wasi:config` loads only if they grant it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::load`].
+    pub fn load_granted(
+        &self,
+        bytes: &[u8],
+        world: World,
+        source_name: &str,
+        grants: &Grants,
+    ) -> Result<Plugin, PluginError> {
+        Plugin::compile(&self.engine, &self.linkers, bytes, world, source_name, grants)
     }
 
     /// Loads the file at `path` as `world`: a component, or machine code
@@ -292,11 +309,11 @@ impl Sandbox {
     pub unsafe fn load_trusted(&self, path: &Path, world: World) -> Result<Plugin, PluginError> {
         let (bytes, source_name) = crate::plugin::read(path)?;
         // SAFETY: this function's own contract, passed on to its caller.
-        unsafe { self.load_trusted_bytes(&bytes, world, &source_name) }
+        unsafe { self.load_trusted_bytes(&bytes, world, &source_name, &Grants::default()) }
     }
 
-    /// Loads `bytes` as `world`: a component, or machine code precompiled by
-    /// `husk compile` for a compatible engine.
+    /// Loads `bytes` as `world` for a topic granting `grants`: a component,
+    /// or machine code precompiled by `husk compile` for a compatible engine.
     ///
     /// # Errors
     ///
@@ -314,9 +331,10 @@ impl Sandbox {
         bytes: &[u8],
         world: World,
         source_name: &str,
+        grants: &Grants,
     ) -> Result<Plugin, PluginError> {
         // SAFETY: this function's own contract, passed on to its caller.
-        unsafe { Plugin::compile_trusted(&self.engine, &self.linkers, bytes, world, source_name) }
+        unsafe { Plugin::compile_trusted(&self.engine, &self.linkers, bytes, world, source_name, grants) }
     }
 
     /// Runs `job` on the operation `plugin` with `limits`, on the calling
@@ -336,15 +354,37 @@ impl Sandbox {
         limits: &Limits,
         cancel: Option<&CancelToken>,
     ) -> Result<Execution, SandboxError> {
+        self.execute_granted(plugin, job, limits, &Grants::default(), cancel)
+    }
+
+    /// [`Sandbox::execute`] for a topic granting `grants`: the job may call
+    /// the hosts they allow and read the config they hold; its secrets are
+    /// replaced by `***` in its log and in the faults it returns.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::execute`].
+    pub fn execute_granted(
+        &self,
+        plugin: &Plugin,
+        job: &Job,
+        limits: &Limits,
+        grants: &Grants,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Execution, SandboxError> {
         let pre = plugin
             .operation_pre()
             .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::Operation })?;
-        let mut run = self.start(&job.id, &job.topic, limits, cancel)?;
+        let mut run = self.start(&job.id, &job.topic, limits, grants, cancel)?;
         let store = &mut run.store;
         let result = with_pool_retry(|| pre.instantiate(&mut *store))
             .and_then(|instance| instance.call_execute(&mut *store, job));
         Ok(run.finish(result).and_then_returned(|result| {
-            let result = result.map_err(|fault| Fault::from_guest(fault.code, fault.body));
+            let redactor = grants.redactor();
+            let result = result.map_err(|fault| {
+                let fault = Fault::from_guest(fault.code, fault.body);
+                Fault { body: redactor.redact_bytes(fault.body), ..fault }
+            });
             let size = match &result {
                 Ok(output) => output.len(),
                 Err(fault) => fault.code.len() + fault.body.len(),
@@ -378,7 +418,7 @@ impl Sandbox {
             .error_mapper_pre()
             .ok_or_else(|| SandboxError::NotA { digest: plugin.digest().to_owned(), world: World::ErrorMapper })?;
         let wit_fault = operation::husk::worker::types::Fault { code: fault.code.clone(), body: fault.body.clone() };
-        let mut run = self.start("", "error-mapper", limits, None)?;
+        let mut run = self.start("", "error-mapper", limits, &Grants::default(), None)?;
         let store = &mut run.store;
         let result = with_pool_retry(|| pre.instantiate(&mut *store))
             .and_then(|instance| instance.call_classify(&mut *store, &wit_fault));
@@ -399,6 +439,7 @@ impl Sandbox {
         job_id: &str,
         topic: &str,
         limits: &Limits,
+        grants: &Grants,
         cancel: Option<&CancelToken>,
     ) -> Result<Run, SandboxError> {
         let fuel_enabled = self.engine.config().fuel;
@@ -406,7 +447,7 @@ impl Sandbox {
             return Err(SandboxError::FuelDisabled);
         }
         let started = Instant::now();
-        let log = JobLog::new(job_id, topic, limits.log_cap);
+        let log = JobLog::new(job_id, topic, limits.log_cap, grants.redactor());
         let limiter = JobLimiter {
             memory_cap: usize::try_from(limits.memory).unwrap_or(usize::MAX),
             table_elements: limits.table_elements as usize,
@@ -419,7 +460,9 @@ impl Sandbox {
             ticks: self.engine.ticks_for(limits.deadline),
             cancel: cancel.cloned(),
         };
-        let mut store = Store::new(self.engine.wasmtime(), JobState::new(log.clone(), limiter, bound));
+        let names = JobNames { id: job_id, topic, deadline_at: started + limits.deadline };
+        let state = JobState::new(log.clone(), limiter, bound, grants, names);
+        let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
         let fuel_budget = fuel_enabled.then(|| limits.fuel.unwrap_or(u64::MAX));
         if let Some(budget) = fuel_budget {

@@ -1,0 +1,374 @@
+//! Outbound HTTP (`wasi:http/outgoing-handler`), granted per topic by an
+//! allowlist, and bounded by the job.
+//!
+//! Every request is checked before any connection: its scheme, host and
+//! port must match an entry of the topic's allowlist, else the guest gets
+//! `HTTP-request-denied` and husk logs the topic, the job and the host (not
+//! the path or query). The host is resolved here, and the connection made
+//! to an address that was checked: loopback, private, link-local (the
+//! metadata service among them) and other internal addresses only when the
+//! entry names the host itself (not by a wildcard) — so DNS cannot point an
+//! allowed name at an internal service, between a check and a connect or
+//! otherwise. Connect, first-byte and between-bytes timeouts are the
+//! smallest of the guest's request options, the topic's `http_timeout`, and
+//! the time left before the job's deadline; the response bodies of one job
+//! together may be at most `max_response` bytes, and a job may send at most
+//! `max_requests` requests.
+//!
+//! A retried call is safe: every request carries `Idempotency-Key:
+//! husk-<job id>-<n>`, `n` its ordinal within the attempt — the same key on
+//! every attempt of the job — unless the guest set the header itself.
+//!
+//! The connection code follows `wasmtime_wasi_http::default_send_request`,
+//! which connects by host name and so cannot be given a checked address.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue};
+use http::uri::Scheme;
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use tokio::net::TcpStream;
+use wasmtime_wasi_http::io::TokioIo;
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+
+use super::allowed::{AllowedHost, is_internal};
+
+/// The header that makes a retried call safe.
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// What a topic grants of outbound HTTP. `HttpGrant::default()` allows no
+/// host, a 30 s timeout, 16 MiB of response bodies and 64 requests per job.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpGrant {
+    /// The destinations allowed; empty: none.
+    pub allowed: Vec<AllowedHost>,
+    /// The longest connect, first-byte or between-bytes wait.
+    pub timeout: Duration,
+    /// The most bytes of response bodies one job may read.
+    pub max_response: u64,
+    /// The most requests one job may send.
+    pub max_requests: u32,
+    /// How host names are resolved: the system's resolver unless set.
+    pub resolver: Option<Resolver>,
+}
+
+/// Resolves a host name and port to addresses, in place of the system's
+/// resolver (an embedder's own name service; tests pointing a name at an
+/// address). Its answers are checked like the system's.
+#[derive(Clone)]
+pub struct Resolver(pub Arc<dyn Fn(&str, u16) -> Vec<SocketAddr> + Send + Sync>);
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Resolver(..)")
+    }
+}
+
+impl Default for HttpGrant {
+    fn default() -> Self {
+        Self {
+            allowed: Vec::new(),
+            timeout: Duration::from_secs(30),
+            max_response: 16 << 20,
+            max_requests: 64,
+            resolver: None,
+        }
+    }
+}
+
+impl HttpGrant {
+    /// Allows `allowed`.
+    #[must_use]
+    pub fn with_allowed(mut self, allowed: Vec<AllowedHost>) -> Self {
+        self.allowed = allowed;
+        self
+    }
+
+    /// Sets the timeout.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the cap on response bytes per job.
+    #[must_use]
+    pub fn with_max_response(mut self, max_response: u64) -> Self {
+        self.max_response = max_response;
+        self
+    }
+
+    /// Resolves host names with `resolver`.
+    #[must_use]
+    pub fn with_resolver(mut self, resolver: Resolver) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// Sets the cap on requests per job.
+    #[must_use]
+    pub fn with_max_requests(mut self, max_requests: u32) -> Self {
+        self.max_requests = max_requests;
+        self
+    }
+}
+
+/// One job's outbound HTTP: its grant (none: every request denied), whom to
+/// name in logs, the requests it sent, the response bytes it may still read.
+pub(crate) struct HttpHooks {
+    grant: Option<Arc<HttpGrant>>,
+    topic: String,
+    job_id: String,
+    deadline_at: Instant,
+    requests: u32,
+    response_budget: Arc<AtomicU64>,
+}
+
+impl HttpHooks {
+    pub(crate) fn new(grant: Option<Arc<HttpGrant>>, topic: &str, job_id: &str, deadline_at: Instant) -> Self {
+        let budget = grant.as_ref().map_or(0, |g| g.max_response);
+        Self {
+            grant,
+            topic: topic.to_owned(),
+            job_id: job_id.to_owned(),
+            deadline_at,
+            requests: 0,
+            response_budget: Arc::new(AtomicU64::new(budget)),
+        }
+    }
+}
+
+type Sent = Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), Error>> + Send>), Error>;
+
+/// Refuses `request` with `error`, once the guest has written its body: a
+/// guest writing the body while it waits for the response (as `wstd` does)
+/// would otherwise see its body's stream break before the error, and report
+/// that instead. The body goes nowhere; the job's deadline bounds the wait.
+fn fail(request: http::Request<WasiBody>, error: Error) -> Box<dyn Future<Output = Sent> + Send> {
+    Box::new(refuse(request, error))
+}
+
+async fn refuse(request: http::Request<WasiBody>, error: Error) -> Sent {
+    let mut body = request.into_body();
+    while let Some(Ok(_)) = body.frame().await {}
+    Err(error)
+}
+
+impl WasiHttpHooks for HttpHooks {
+    fn send_request(
+        &mut self,
+        mut request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
+    ) -> Box<dyn Future<Output = Sent> + Send> {
+        let Some(grant) = self.grant.clone() else { return fail(request, Error::HttpRequestDenied) };
+        let https = request.uri().scheme() == Some(&Scheme::HTTPS);
+        let Some(host) = request.uri().host().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned())
+        else {
+            return fail(request, Error::HttpRequestUriInvalid);
+        };
+        let port = request.uri().port_u16().unwrap_or(if https { 443 } else { 80 });
+        if !grant.allowed.iter().any(|entry| entry.matches(https, &host, port)) {
+            tracing::warn!(topic = %self.topic, job_id = %self.job_id, %host, port, "outbound request denied: not in the topic's allowed_hosts");
+            return fail(request, Error::HttpRequestDenied);
+        }
+        self.requests += 1;
+        if self.requests > grant.max_requests {
+            tracing::warn!(topic = %self.topic, job_id = %self.job_id, max = grant.max_requests, "outbound request denied: the job's max_http_requests is spent");
+            return fail(request, Error::HttpRequestDenied);
+        }
+        if !request.headers().contains_key(IDEMPOTENCY_KEY)
+            && let Ok(key) = HeaderValue::from_str(&format!("husk-{}-{}", self.job_id, self.requests))
+        {
+            request.headers_mut().insert(HeaderName::from_static(IDEMPOTENCY_KEY), key);
+        }
+        let explicit = grant.allowed.iter().any(|entry| entry.matches(https, &host, port) && entry.names(&host));
+        let left = self.deadline_at.saturating_duration_since(Instant::now());
+        let bound = |asked: Option<Duration>| asked.map_or(grant.timeout, |a| a.min(grant.timeout)).min(left);
+        let timeouts = Timeouts {
+            connect: bound(options.and_then(|o| o.connect_timeout)),
+            first_byte: bound(options.and_then(|o| o.first_byte_timeout)),
+            between_bytes: bound(options.and_then(|o| o.between_bytes_timeout)),
+        };
+        let destination = Destination { https, host, port, explicit, resolver: grant.resolver.clone() };
+        let budget = self.response_budget.clone();
+        Box::new(async move { send(request, destination, timeouts, budget).await })
+    }
+}
+
+/// Where a request goes, and whether its entry names the host itself.
+struct Destination {
+    https: bool,
+    host: String,
+    port: u16,
+    explicit: bool,
+    resolver: Option<Resolver>,
+}
+
+#[derive(Clone, Copy)]
+struct Timeouts {
+    connect: Duration,
+    first_byte: Duration,
+    between_bytes: Duration,
+}
+
+/// Resolves the destination, connects to an address it may reach, and sends
+/// `request` over HTTP/1.1 (with TLS for `https`).
+async fn send(
+    mut request: http::Request<WasiBody>,
+    to: Destination,
+    timeouts: Timeouts,
+    budget: Arc<AtomicU64>,
+) -> Sent {
+    let (mut sender, connection) = match connect(&to, timeouts).await {
+        Ok(connected) => connected,
+        Err(error) => return refuse(request, error).await,
+    };
+    // The request line carries the path only (not a proxy request).
+    let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    *request.uri_mut() = http::Uri::builder().path_and_query(path).build().map_err(|_| Error::HttpRequestUriInvalid)?;
+    let mut connection = Some(connection);
+    let mut response = std::pin::pin!(tokio::time::timeout(timeouts.first_byte, sender.send_request(request)));
+    // Wait for the response head while driving the connection.
+    let response = std::future::poll_fn(|cx| {
+        let mut head = |cx: &mut Context<'_>| {
+            response.as_mut().poll(cx).map(|r| r.map_err(|_| Error::ConnectionReadTimeout)?.map_err(Error::from))
+        };
+        if let Poll::Ready(result) = head(cx) {
+            return Poll::Ready(result);
+        }
+        let Some(driving) = connection.as_mut() else { return Poll::Pending };
+        let result = ready!(Pin::new(driving).poll(cx));
+        connection = None;
+        match result {
+            // The connection ended: the response head is there, or never
+            // will be.
+            Ok(()) => head(cx),
+            Err(error) => Poll::Ready(Err(Error::from(error))),
+        }
+    })
+    .await?;
+    let response = response
+        .map(|incoming| CappedBody { incoming, idle: timeouts.between_bytes, timer: None, budget }.boxed_unsync());
+    let driver: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(async move {
+        match connection {
+            Some(connection) => connection.await.map_err(Error::from),
+            None => Ok(()),
+        }
+    });
+    Ok((response, driver))
+}
+
+/// Resolves the destination and connects to an address it may reach
+/// (TLS for `https`), within the connect timeout.
+async fn connect(
+    to: &Destination,
+    timeouts: Timeouts,
+) -> Result<(hyper::client::conn::http1::SendRequest<WasiBody>, Connection), Error> {
+    let address = resolve(to, timeouts.connect).await?;
+    let tcp = match tokio::time::timeout(timeouts.connect, TcpStream::connect(address)).await {
+        Ok(stream) => stream.map_err(Error::Connect)?,
+        Err(_) => return Err(Error::ConnectionTimeout),
+    };
+    if to.https {
+        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
+        let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let name =
+            rustls::pki_types::ServerName::try_from(to.host.clone()).map_err(|_| Error::HttpRequestUriInvalid)?;
+        let tls = tokio::time::timeout(timeouts.connect, connector.connect(name, tcp))
+            .await
+            .map_err(|_| Error::ConnectionTimeout)?
+            .map_err(Error::Tls)?;
+        handshake(Box::new(tls), timeouts.connect).await
+    } else {
+        handshake(Box::new(tcp), timeouts.connect).await
+    }
+}
+
+/// The first address of the destination a request may reach: any, when its
+/// allowlist entry names the host; else only one that is not internal.
+async fn resolve(to: &Destination, timeout: Duration) -> Result<SocketAddr, Error> {
+    let addresses = match &to.resolver {
+        Some(Resolver(resolve)) => resolve(&to.host, to.port),
+        None => match tokio::time::timeout(timeout, tokio::net::lookup_host((to.host.as_str(), to.port))).await {
+            Err(_) => return Err(Error::DnsTimeout),
+            Ok(Err(_)) => return Err(Error::DnsError { rcode: None, info_code: None }),
+            Ok(Ok(addresses)) => addresses.collect::<Vec<_>>(),
+        },
+    };
+    if addresses.is_empty() {
+        return Err(Error::DestinationNotFound);
+    }
+    addresses.into_iter().find(|a| to.explicit || !is_internal(a.ip())).ok_or_else(|| {
+        tracing::warn!(host = %to.host, "outbound request denied: the host resolves to an internal address its allowlist entry does not name");
+        Error::DestinationIpProhibited
+    })
+}
+
+/// A stream hyper can run HTTP/1.1 over.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Stream for T {}
+
+type Connection = hyper::client::conn::http1::Connection<TokioIo<Box<dyn Stream>>, WasiBody>;
+
+async fn handshake(
+    stream: Box<dyn Stream>,
+    timeout: Duration,
+) -> Result<(hyper::client::conn::http1::SendRequest<WasiBody>, Connection), Error> {
+    tokio::time::timeout(timeout, hyper::client::conn::http1::Builder::new().handshake(TokioIo::new(stream)))
+        .await
+        .map_err(|_| Error::ConnectionTimeout)?
+        .map_err(Error::from)
+}
+
+/// A response body read within the job's budget of response bytes, each
+/// frame within the between-bytes timeout.
+struct CappedBody {
+    incoming: hyper::body::Incoming,
+    idle: Duration,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    budget: Arc<AtomicU64>,
+}
+
+impl Body for CappedBody {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.incoming).poll_frame(cx) {
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(Error::from(error)))),
+            Poll::Ready(Some(Ok(frame))) => {
+                this.timer = None;
+                let size = frame.data_ref().map_or(0, |data| data.len() as u64);
+                let within =
+                    this.budget.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(size));
+                if within.is_err() {
+                    return Poll::Ready(Some(Err(Error::HttpResponseBodySize(None))));
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Pending => {
+                let idle = this.idle;
+                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+                ready!(timer.as_mut().poll(cx));
+                Poll::Ready(Some(Err(Error::ConnectionReadTimeout)))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.incoming.is_end_stream()
+    }
+}
