@@ -39,6 +39,11 @@ impl Server {
 
     /// [`Server::start`] in `dir`, with more arguments.
     pub fn start_in(dir: tempfile::TempDir, config: &str, args: &[&str]) -> Self {
+        Self::start_logging(dir, config, args, "info,husk::guest=off")
+    }
+
+    /// [`Server::start_in`] with the log filter `rust_log`.
+    pub fn start_logging(dir: tempfile::TempDir, config: &str, args: &[&str], rust_log: &str) -> Self {
         let path = dir.path().join("husk.toml");
         std::fs::write(&path, config).unwrap();
         let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
@@ -48,7 +53,7 @@ impl Server {
             .args(["serve", "--no-cache", "--listen", "127.0.0.1:0", "--config"])
             .arg(&path)
             .args(args)
-            .env("RUST_LOG", "info,husk::guest=off")
+            .env("RUST_LOG", rust_log)
             .env("HUSK_TEST_TOKEN_B", TOKEN_B)
             .stdout(Stdio::null())
             .stderr(log)

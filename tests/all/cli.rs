@@ -150,3 +150,24 @@ fn run_logs_guest_text_with_its_control_characters_escaped() {
         }
     }
 }
+
+#[test]
+fn run_calls_only_the_hosts_allowed_on_its_command_line_and_reads_its_config() {
+    let server = crate::support_http::TestServer::start();
+    let input = serde_json::json!({ "url": server.url("/ok") }).to_string();
+    let (code, report) = run("fetch", &input, &[]);
+    assert_eq!(code, i32::from(EXIT_GUEST_FAULT), "{report}");
+    assert_eq!(report["fault"]["code"], "http.http-request-denied");
+    assert!(server.seen().is_empty());
+    let (code, report) = run("fetch", &input, &["--allow-host", &server.origin()]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!((report["output"]["status"].as_u64(), report["output"]["body"].as_str()), (Some(200), Some("ok")));
+    assert_eq!(server.seen().len(), 1);
+    assert_eq!(server.seen()[0].key.as_deref(), Some("husk-cli-1-1"));
+    let (code, report) = run("config", r#"{"key": "region"}"#, &["--config", "region=eu-west-1"]);
+    assert_eq!((code, &report["output"]["value"]), (0, &Value::from("eu-west-1")), "{report}");
+    let (_, report) = run("config", r#"{"key": "other"}"#, &["--config", "region=eu-west-1"]);
+    assert_eq!(report["output"]["value"], Value::Null);
+    let out = husk(&["run", guest("fetch").to_str().unwrap(), "--input", &input, "--allow-host", "ftp://x"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ftp://x"), "{out:?}");
+}

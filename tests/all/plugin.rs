@@ -40,16 +40,20 @@ fn execute_with_the_wrong_type_is_refused_at_load() {
 
 #[test]
 fn an_import_husk_does_not_provide_is_refused_with_its_name() {
-    let wat = r#"(component (import "wasi:http/outgoing-handler@0.2.0" (instance (export "handle" (func)))))"#;
+    let wat = r#"(component (import "wasi:keyvalue/store@0.2.0" (instance (export "open" (func)))))"#;
     let error = load_bytes(wat.as_bytes(), World::Operation).unwrap_err();
     assert!(
-        matches!(&error, PluginError::Imports { import, .. } if import == "wasi:http/outgoing-handler@0.2.0"),
+        matches!(&error, PluginError::Imports { import, .. } if import == "wasi:keyvalue/store@0.2.0"),
         "{error:?}"
     );
     let message = error.to_string();
-    assert!(message.contains("fixture imports `wasi:http/outgoing-handler@0.2.0`"), "{message}");
+    assert!(message.contains("fixture imports `wasi:keyvalue/store@0.2.0`"), "{message}");
     // The message says what husk does provide.
     assert!(message.contains("husk:worker/log") && message.contains("wasi:io/streams"), "{message}");
+    // wasi:http is provided, but only to a topic that grants it.
+    let wat = r#"(component (import "wasi:http/outgoing-handler@0.2.0" (instance (export "handle" (func)))))"#;
+    let message = load_bytes(wat.as_bytes(), World::Operation).unwrap_err().to_string();
+    assert!(message.contains("`wasi:http/outgoing-handler@0.2.0`, which its topic does not grant"), "{message}");
 }
 
 /// The names a component imports at its top level, read from its bytes with
@@ -135,14 +139,17 @@ fn a_component_importing_only_log_links_only_log() {
 
 #[test]
 fn an_interface_of_a_package_husk_does_not_provide_is_refused_with_its_name() {
-    let wat = r#"(component (import "wasi:http/types@0.2.0" (instance
+    let wat = r#"(component (import "wasi:keyvalue/types@0.2.0" (instance
         (export "fields" (type (sub resource)))
         (type $method (variant (case "get") (case "other" string)))
         (export "method" (type (eq $method)))
         (export "now" (func (result u64))))))"#;
     let error = load_bytes(wat.as_bytes(), World::Operation).unwrap_err();
-    assert!(matches!(&error, PluginError::Imports { import, .. } if import == "wasi:http/types@0.2.0"), "{error:?}");
-    assert!(error.to_string().contains("`wasi:http/types@0.2.0`, which husk does not provide"), "{error}");
+    assert!(
+        matches!(&error, PluginError::Imports { import, .. } if import == "wasi:keyvalue/types@0.2.0"),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("`wasi:keyvalue/types@0.2.0`, which husk does not provide"), "{error}");
 }
 
 /// A component importing `wasi:cli/environment` at `version` (with `@`, or

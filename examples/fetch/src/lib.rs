@@ -1,7 +1,8 @@
 //! `fetch` — calls a service over `wasi:http` (with the `wstd` crate).
 //!
 //! Input `{"url": "http://127.0.0.1:8089/price"}`, optionally `"method"`
-//! (default `GET`), `"body"` (text), `"repeat"` (send the request that many
+//! (default `GET`), `"body"` (text), `"headers"` (an object of names and
+//! values), `"repeat"` (send the request that many
 //! times, default 1). Output `{"status": 200, "body": "…", "requests": 1}`
 //! (the last response; the body as text, lossy UTF-8).
 //!
@@ -24,6 +25,8 @@ struct Input {
     method: Option<String>,
     #[serde(default)]
     body: Option<String>,
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
     #[serde(default = "one")]
     repeat: u32,
 }
@@ -47,9 +50,11 @@ async fn fetch(input: Input) -> Result<Output, Fault> {
     let client = Client::new();
     let mut last = None;
     for _ in 0..input.repeat.max(1) {
-        let request = Request::builder()
-            .method(method.clone())
-            .uri(&input.url)
+        let mut request = Request::builder().method(method.clone()).uri(&input.url);
+        for (name, value) in &input.headers {
+            request = request.header(name, value);
+        }
+        let request = request
             .body(Body::from(input.body.clone().unwrap_or_default()))
             .map_err(|e| Fault::new(husk_guest::INVALID_INPUT, &json!({ "url": e.to_string() })))?;
         let mut response = client.send(request).await.map_err(http_fault)?;

@@ -89,12 +89,12 @@ impl Family {
     /// they do.
     fn denied(self, grants: &Grants) -> Option<&'static str> {
         match self {
-            Family::Http if grants.http.is_none() => {
-                Some("which its topic does not grant: outbound HTTP needs the topic's `allowed_hosts` (`husk run --allow-host`)")
-            }
-            Family::Config if grants.config.is_none() => {
-                Some("which its topic does not grant: `wasi:config` needs the topic's `config` or `secrets` (`husk run --config`)")
-            }
+            Family::Http if grants.http.is_none() => Some(
+                "which its topic does not grant: outbound HTTP needs the topic's `allowed_hosts` (`husk run --allow-host`)",
+            ),
+            Family::Config if grants.config.is_none() => Some(
+                "which its topic does not grant: `wasi:config` needs the topic's `config` or `secrets` (`husk run --config`)",
+            ),
             _ => None,
         }
     }

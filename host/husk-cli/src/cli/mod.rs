@@ -450,10 +450,12 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .with_max_instances(4)
         .with_cache_dir(args.cache.dir());
     let sandbox = Sandbox::new(Engine::new(config)?)?;
-    let mut grants = Grants::default().with_http(HttpGrant::default().with_allowed(args.allow_hosts.clone()));
-    if !args.config.is_empty() {
-        grants = grants.with_config(ConfigGrant::new(args.config.iter().cloned().collect(), BTreeMap::new())?);
-    }
+    // `husk run` links wasi:http and wasi:config for any component: a
+    // request to a host not allowed ends in the denial, a key not given
+    // reads as none.
+    let mut grants =
+        Grants::default().with_config(ConfigGrant::new(args.config.iter().cloned().collect(), BTreeMap::new())?);
+    grants.http = Some(std::sync::Arc::new(HttpGrant::default().with_allowed(args.allow_hosts.clone())));
     let plugin = load_run_plugin(&sandbox, &args, &grants)?;
     let job = Job { id: "cli-1".into(), topic: args.topic, attempt: args.attempt, input };
     let execution = sandbox.execute_granted(&plugin, &job, &limits, &grants, None)?;

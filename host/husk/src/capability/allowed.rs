@@ -143,3 +143,85 @@ pub fn is_internal(address: IpAddr) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{AllowedHost, is_internal};
+
+    fn entry(text: &str) -> AllowedHost {
+        AllowedHost::parse(text).unwrap()
+    }
+
+    #[test]
+    fn entries_name_a_scheme_a_host_and_a_port() {
+        let api = entry("https://API.example.com");
+        assert!(api.matches(true, "api.example.com", 443));
+        assert!(!api.matches(false, "api.example.com", 443), "scheme");
+        assert!(!api.matches(true, "api.example.com", 8443), "port");
+        assert!(!api.matches(true, "evil-api.example.com", 443));
+        let local = entry("http://127.0.0.1:8089/");
+        assert!(local.matches(false, "127.0.0.1", 8089) && !local.matches(false, "127.0.0.1", 80));
+        let v6 = entry("http://[::1]:8080");
+        assert!(v6.matches(false, "[::1]", 8080) || v6.matches(false, "::1", 8080));
+        for bad in [
+            "ftp://x",
+            "api.example.com",
+            "https://",
+            "https://a/b",
+            "https://u@a",
+            "https://a:0",
+            "https://a:x",
+            "https://a.*.com",
+            "https://*",
+        ] {
+            assert!(AllowedHost::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_wildcard_matches_subdomains_only_and_never_names_a_host() {
+        let any = entry("https://*.example.com");
+        assert!(any.matches(true, "api.example.com", 443));
+        assert!(any.matches(true, "a.b.example.com", 443));
+        assert!(!any.matches(true, "example.com", 443));
+        assert!(!any.matches(true, "evilexample.com", 443));
+        assert!(!any.names("api.example.com"));
+        assert!(entry("https://api.example.com").names("API.example.com"));
+    }
+
+    #[test]
+    fn a_topics_entry_is_within_a_tenants_when_it_allows_no_more() {
+        let ceiling = entry("https://*.example.com");
+        assert!(entry("https://api.example.com").within(&ceiling));
+        assert!(entry("https://*.api.example.com").within(&ceiling));
+        assert!(entry("https://*.example.com").within(&ceiling));
+        assert!(!entry("https://example.com").within(&ceiling));
+        assert!(!entry("http://api.example.com").within(&ceiling));
+        assert!(!entry("https://api.example.com:8443").within(&ceiling));
+        assert!(!entry("https://*.example.com").within(&entry("https://api.example.com")));
+        assert!(entry("http://127.0.0.1:8089").within(&entry("http://127.0.0.1:8089")));
+    }
+
+    #[test]
+    fn internal_addresses_are_recognized() {
+        for internal in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:10.0.0.1",
+            "::",
+        ] {
+            assert!(is_internal(internal.parse().unwrap()), "{internal}");
+        }
+        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111"] {
+            assert!(!is_internal(public.parse().unwrap()), "{public}");
+        }
+    }
+}

@@ -201,3 +201,45 @@ impl Redactor {
         self.0.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::{ConfigGrant, Redactor, Secret};
+
+    #[test]
+    fn secrets_are_read_from_private_files_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key");
+        std::fs::write(&file, "s3cr3t-from-file\n").unwrap();
+        let private = |mode| {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        private(0o600);
+        let secrets = BTreeMap::from([("key".to_owned(), Secret::File(file.clone()))]);
+        let grant = ConfigGrant::new(BTreeMap::new(), secrets.clone()).unwrap();
+        assert_eq!(grant.secrets, ["s3cr3t-from-file"]);
+        assert_eq!(grant.redactor().redact("token s3cr3t-from-file!"), "token ***!");
+        private(0o644);
+        let refused = ConfigGrant::new(BTreeMap::new(), secrets).unwrap_err();
+        assert_eq!(refused.key, "key");
+        assert!(refused.reason.contains("readable by every user"), "{}", refused.reason);
+        let unset = BTreeMap::from([("api".to_owned(), Secret::Env("HUSK_TEST_SURELY_UNSET_VARIABLE".into()))]);
+        let refused = ConfigGrant::new(BTreeMap::new(), unset).unwrap_err();
+        assert_eq!(refused.key, "api");
+        assert!(refused.reason.contains("HUSK_TEST_SURELY_UNSET_VARIABLE"), "{}", refused.reason);
+        assert!(Secret::parse("plain-value").is_err());
+        assert_eq!(Secret::parse("env:X"), Ok(Secret::Env("X".into())));
+    }
+
+    #[test]
+    fn redaction_replaces_every_occurrence_longest_first() {
+        let redactor = Redactor(vec!["abcdef".to_owned(), "abc".to_owned()].into());
+        assert_eq!(redactor.redact("abcdef abc xabcx"), "*** *** x***x");
+        assert_eq!(redactor.redact_bytes(b"\xffabc\x00abcdef".to_vec()), b"\xff***\x00***".to_vec());
+        assert!(Redactor::default().is_empty());
+        assert_eq!(Redactor::default().redact("abc"), "abc");
+    }
+}

@@ -10,8 +10,9 @@
 //! entry names the host itself (not by a wildcard) — so DNS cannot point an
 //! allowed name at an internal service, between a check and a connect or
 //! otherwise. Connect, first-byte and between-bytes timeouts are the
-//! smallest of the guest's request options, the topic's `http_timeout`, and
-//! the time left before the job's deadline; the response bodies of one job
+//! smaller of the guest's request options and the topic's `http_timeout`;
+//! when the job's deadline comes first, the request is dropped with the
+//! instance (`husk.timeout`); the response bodies of one job
 //! together may be at most `max_response` bytes, and a job may send at most
 //! `max_requests` requests.
 //!
@@ -41,6 +42,10 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::allowed::{AllowedHost, is_internal};
 
+/// How long past the job's deadline a request's own timer fires when the
+/// deadline comes first (the job is killed by then).
+const DEADLINE_BACKSTOP: Duration = Duration::from_secs(1);
+
 /// The header that makes a retried call safe.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
@@ -65,7 +70,10 @@ pub struct HttpGrant {
 /// resolver (an embedder's own name service; tests pointing a name at an
 /// address). Its answers are checked like the system's.
 #[derive(Clone)]
-pub struct Resolver(pub Arc<dyn Fn(&str, u16) -> Vec<SocketAddr> + Send + Sync>);
+pub struct Resolver(pub Arc<ResolveFn>);
+
+/// What a [`Resolver`] calls: the host name and port, to addresses.
+pub type ResolveFn = dyn Fn(&str, u16) -> Vec<SocketAddr> + Send + Sync;
 
 impl std::fmt::Debug for Resolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -158,9 +166,47 @@ fn fail(request: http::Request<WasiBody>, error: Error) -> Box<dyn Future<Output
 }
 
 async fn refuse(request: http::Request<WasiBody>, error: Error) -> Sent {
-    let mut body = request.into_body();
-    while let Some(Ok(_)) = body.frame().await {}
+    drain(request.into_body()).await;
     Err(error)
+}
+
+/// Reads `body` to its end (or its first error), keeping none of it.
+async fn drain(mut body: WasiBody) {
+    while let Some(Ok(_)) = body.frame().await {}
+}
+
+/// A request body whose unread rest is drained when hyper drops it (after
+/// the response came, or the connection ended): a guest writing it then
+/// sees its writes succeed, and its response (or error) next. The draining
+/// ends when the guest finishes the body or its instance is dropped.
+struct Drained(Option<WasiBody>);
+
+impl Body for Drained {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        match self.0.as_mut() {
+            Some(body) => Pin::new(body).poll_frame(cx),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.as_ref().is_none_or(Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.0.as_ref().map(Body::size_hint).unwrap_or_default()
+    }
+}
+
+impl Drop for Drained {
+    fn drop(&mut self) {
+        if let Some(body) = self.0.take().filter(|body| !body.is_end_stream()) {
+            wasmtime_wasi::runtime::with_ambient_tokio_runtime(|| drop(tokio::spawn(drain(body))));
+        }
+    }
 }
 
 impl WasiHttpHooks for HttpHooks {
@@ -192,8 +238,14 @@ impl WasiHttpHooks for HttpHooks {
             request.headers_mut().insert(HeaderName::from_static(IDEMPOTENCY_KEY), key);
         }
         let explicit = grant.allowed.iter().any(|entry| entry.matches(https, &host, port) && entry.names(&host));
+        // A wait that would outlast the job is left to the job's deadline:
+        // the instance is dropped with the request (`husk.timeout`), and
+        // the timer, a little later, is only a backstop.
         let left = self.deadline_at.saturating_duration_since(Instant::now());
-        let bound = |asked: Option<Duration>| asked.map_or(grant.timeout, |a| a.min(grant.timeout)).min(left);
+        let bound = |asked: Option<Duration>| {
+            let bound = asked.map_or(grant.timeout, |a| a.min(grant.timeout));
+            if bound < left { bound } else { left + DEADLINE_BACKSTOP }
+        };
         let timeouts = Timeouts {
             connect: bound(options.and_then(|o| o.connect_timeout)),
             first_byte: bound(options.and_then(|o| o.first_byte_timeout)),
@@ -223,16 +275,15 @@ struct Timeouts {
 
 /// Resolves the destination, connects to an address it may reach, and sends
 /// `request` over HTTP/1.1 (with TLS for `https`).
-async fn send(
-    mut request: http::Request<WasiBody>,
-    to: Destination,
-    timeouts: Timeouts,
-    budget: Arc<AtomicU64>,
-) -> Sent {
+async fn send(request: http::Request<WasiBody>, to: Destination, timeouts: Timeouts, budget: Arc<AtomicU64>) -> Sent {
     let (mut sender, connection) = match connect(&to, timeouts).await {
         Ok(connected) => connected,
         Err(error) => return refuse(request, error).await,
     };
+    // The guest may still be writing the body when the response is in and
+    // the connection gone: what is left of it is drained, not refused.
+    let request = request.map(|body| Drained(Some(body)).boxed_unsync());
+    let mut request = request;
     // The request line carries the path only (not a proxy request).
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
     *request.uri_mut() = http::Uri::builder().path_and_query(path).build().map_err(|_| Error::HttpRequestUriInvalid)?;
@@ -361,7 +412,11 @@ impl Body for CappedBody {
             }
             Poll::Pending => {
                 let idle = this.idle;
-                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+                // A guest's non-blocking read polls outside any runtime:
+                // the timer is made on wasmtime-wasi's when none is current.
+                let timer = this.timer.get_or_insert_with(|| {
+                    wasmtime_wasi::runtime::with_ambient_tokio_runtime(|| Box::pin(tokio::time::sleep(idle)))
+                });
                 ready!(timer.as_mut().poll(cx));
                 Poll::Ready(Some(Err(Error::ConnectionReadTimeout)))
             }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 pub use allowed::{AllowedHost, AllowedHostError, is_internal};
 pub use config::{ConfigGrant, Redactor, Secret, SecretError};
-pub use http::{HttpGrant, Resolver};
 pub(crate) use http::HttpHooks;
+pub use http::{HttpGrant, ResolveFn, Resolver};
 
 /// What a topic grants its jobs. `Grants::default()` grants nothing.
 #[derive(Debug, Clone, Default)]
