@@ -418,6 +418,38 @@ fn a_topic_above_its_tenants_ceiling_is_refused_at_start() {
         let error = refused(&text);
         assert!(error.contains(key) && error.contains("ceiling"), "{line}: {error}");
     }
+    // Outbound HTTP: a topic allowing a host outside its tenant's ceiling.
+    let ceiling = "max_memory = \"64MiB\"\nallowed_hosts = [\"https://*.example.com\"]";
+    for (line, key) in [
+        ("allowed_hosts = [\"https://api.example.com\", \"https://example.org\"]", "topics.a-quote.allowed_hosts[1]"),
+        ("allowed_hosts = [\"http://api.example.com\"]", "topics.a-quote.allowed_hosts[0]"),
+    ] {
+        let text = config()
+            .replace("max_memory = \"64MiB\"", ceiling)
+            .replace("[topics.a-quote]\n", &format!("[topics.a-quote]\n{line}\n"));
+        let error = refused(&text);
+        assert!(error.contains(key) && error.contains("not within tenant `a`"), "{line}: {error}");
+    }
+    // Bad entries, HTTP settings without a grant, secrets that cannot be
+    // read: each named.
+    for (line, key, why) in [
+        ("allowed_hosts = [\"ftp://x\"]", "topics.a-quote.allowed_hosts[0]", "https://"),
+        ("http_timeout = \"5s\"", "topics.a-quote.http_timeout", "allowed_hosts"),
+        ("secrets = { api_key = \"sk_live_x\" }", "topics.a-quote.secrets.api_key", "env:"),
+        (
+            "secrets = { api_key = \"env:HUSK_TEST_UNSET_SECRET\" }",
+            "topics.a-quote.secrets.api_key",
+            "HUSK_TEST_UNSET_SECRET",
+        ),
+        ("secrets = { api_key = \"file:no-such-file\" }", "topics.a-quote.secrets.api_key", "no-such-file"),
+    ] {
+        let error = refused(&config().replace("[topics.a-quote]\n", &format!("[topics.a-quote]\n{line}\n")));
+        assert!(error.contains(key) && error.contains(why), "{line}: {error}");
+        assert!(
+            !error.contains("sk_live_x"),
+            "a value written where a secret reference belongs is not echoed: {error}"
+        );
+    }
     let error = refused(&config().replace("tenant = \"a\"", "tenant = \"z\""));
     assert!(error.contains("topics.a-quote.tenant") && error.contains("no tenant `z`"), "{error}");
     let error = refused(&config().replace("sha256:", "plain:"));

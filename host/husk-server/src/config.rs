@@ -584,3 +584,24 @@ fn one_line(text: &str, error: &toml::de::Error) -> String {
         None => message,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::Config;
+
+    /// The example config in the repository's root stays valid: every topic
+    /// builds (its secrets are commented out, so nothing is read).
+    #[test]
+    fn the_repositorys_husk_toml_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../husk.toml");
+        let config = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let topics = config.topics(path.parent().unwrap()).unwrap();
+        let fetch = topics.iter().find(|t| t.name() == "fetch").expect("the fetch topic");
+        let http = fetch.grants().http.as_ref().expect("fetch grants outbound HTTP");
+        assert_eq!((http.allowed.len(), http.max_requests), (2, 64));
+        assert!(fetch.grants().config.is_some());
+        assert!(topics.iter().find(|t| t.name() == "transform").unwrap().grants().http.is_none());
+    }
+}
