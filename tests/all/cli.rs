@@ -171,3 +171,20 @@ fn run_calls_only_the_hosts_allowed_on_its_command_line_and_reads_its_config() {
     let out = husk(&["run", guest("fetch").to_str().unwrap(), "--input", &input, "--allow-host", "ftp://x"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("ftp://x"), "{out:?}");
 }
+
+/// `husk demo`, the README's first command: every job ends, and the `calls`
+/// topic's service saw its retried jobs send the same key on every try.
+#[test]
+fn the_demo_ends_every_job_and_its_service_sees_one_key_per_job() {
+    let out = husk(&["demo", "--store", "memory", "--no-progress"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}\n{}", String::from_utf8_lossy(&out.stderr));
+    let row = |name: &str| {
+        let line = table.lines().find(|l| l.trim_start().starts_with(name)).unwrap_or_else(|| panic!("{table}"));
+        line.trim_start()[name.len()..].trim().to_owned()
+    };
+    assert_eq!(row("jobs"), "10000");
+    assert_ne!(row("hung, killed"), "0", "{table}");
+    let (same, retried) = row("same key each try").split_once('/').map(|(a, b)| (a.to_owned(), b.to_owned())).unwrap();
+    assert!(retried.parse::<u32>().unwrap() > 0 && same == retried, "{table}");
+}

@@ -1,6 +1,8 @@
 //! `husk demo`: 10,000 jobs across the example plugins, with a progress bar
 //! and a summary. Needs no configuration: the example components are built
-//! into the `husk` binary.
+//! into the `husk` binary. The `calls` topic's jobs call a small HTTP
+//! service the demo starts on 127.0.0.1 (see `demo_service`), the only host
+//! the topic allows.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,6 +11,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
+use husk::capability::{AllowedHost, Grants, HttpGrant};
 use husk::dispatch::Totals;
 use husk::engine::EngineConfig;
 use husk::fault::codes;
@@ -27,13 +30,14 @@ macro_rules! example {
     };
 }
 
-/// Jobs per topic: transform, flaky, payments, runaway.
-const TRANSFORM: usize = 7_000;
+/// Jobs per topic: transform, flaky, payments, runaway, calls.
+const TRANSFORM: usize = 6_800;
 const FLAKY: usize = 1_500;
 const PAYMENTS: usize = 1_480;
 const RUNAWAY: usize = 20;
+const CALLS: usize = 200;
 /// All the demo's jobs.
-pub const DEMO_JOBS: usize = TRANSFORM + FLAKY + PAYMENTS + RUNAWAY;
+pub const DEMO_JOBS: usize = TRANSFORM + FLAKY + PAYMENTS + RUNAWAY + CALLS;
 
 /// Counts outcomes and keeps each job's latency (enqueue to terminal).
 struct DemoSink {
@@ -62,6 +66,23 @@ pub struct DemoReport {
     pub p99: Duration,
     /// The store the jobs lived in.
     pub store: String,
+    /// What the `calls` topic's service saw.
+    pub calls: CallsReport,
+}
+
+/// What the demo's HTTP service saw of the `calls` topic's jobs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallsReport {
+    /// Requests it received.
+    pub requests: u64,
+    /// Requests it answered 503.
+    pub failed: u64,
+    /// Requests it left hanging (their jobs killed at the deadline).
+    pub hung: u64,
+    /// Jobs it saw more than once (retried).
+    pub retried: usize,
+    /// Of those, the jobs whose every call carried the same idempotency key.
+    pub same_key: usize,
 }
 
 /// Runs the demo; `progress` shows a progress bar on the terminal.
@@ -82,6 +103,11 @@ pub fn run(
         max: Duration::from_millis(200),
         jitter: true,
     };
+    let service = crate::demo_service::Service::start()?;
+    let allowed = AllowedHost::parse(&service.origin())?;
+    let calls = Topic::wasm("calls", example!("fetch"))
+        .with_limits(Limits::default().with_deadline(Duration::from_millis(250)))
+        .with_grants(Grants::default().with_http(HttpGrant::default().with_allowed(vec![allowed])));
     let host = Host::builder()
         .store(store)
         .engine(EngineConfig::default().with_cache_dir(cache_dir))
@@ -95,6 +121,7 @@ pub fn run(
                 .with_limits(Limits::default().with_deadline(Duration::from_millis(100)))
                 .with_retry(RetryPolicySpec::None),
         )
+        .topic(calls)
         .build()?;
 
     let bar = if progress { ProgressBar::new(DEMO_JOBS as u64) } else { ProgressBar::hidden() };
@@ -118,6 +145,8 @@ pub fn run(
         }),
         None,
     )?;
+    let origin = service.origin();
+    dispatcher.enqueue_many("calls", inputs(CALLS, &|i| json!({ "url": format!("{origin}/charge/{i}") })), None)?;
     dispatcher.enqueue_many(
         "transform",
         inputs(TRANSFORM, &|i| json!({ "name": format!("user-{i}"), "amount": i as f64 / 100.0 })),
@@ -139,7 +168,11 @@ pub fn run(
     let mut latencies = sink.latencies.lock().clone();
     latencies.sort();
     let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
-    Ok(DemoReport { totals: dispatcher.totals(), elapsed, p50: at(0.5), p99: at(0.99), store: store_name })
+    let seen = service.calls();
+    let (retried, same_key) = seen.retried_with_same_key();
+    let requests = seen.keys.values().map(|keys| keys.len() as u64).sum();
+    let calls = CallsReport { requests, failed: seen.failed, hung: seen.hung, retried, same_key };
+    Ok(DemoReport { totals: dispatcher.totals(), elapsed, p50: at(0.5), p99: at(0.99), store: store_name, calls })
 }
 
 impl DemoReport {
@@ -154,13 +187,20 @@ impl DemoReport {
             ("business statuses", t.business_statuses.to_string()),
             ("incidents (failed)", t.failed.to_string()),
             ("retries taken", t.retries.to_string()),
-            ("runaways killed", kills(codes::TIMEOUT).to_string()),
+            ("killed at deadline", kills(codes::TIMEOUT).to_string()),
+            ("service calls", self.calls.requests.to_string()),
+            ("  answered 503", self.calls.failed.to_string()),
+            ("  hung, killed", self.calls.hung.to_string()),
+            ("  jobs retried", self.calls.retried.to_string()),
+            ("  same key each try", format!("{}/{}", self.calls.same_key, self.calls.retried)),
             ("jobs/s", format!("{:.0}", t.ended() as f64 / self.elapsed.as_secs_f64())),
             ("p50 latency", format!("{:.1} ms", self.p50.as_secs_f64() * 1e3)),
             ("p99 latency", format!("{:.1} ms", self.p99.as_secs_f64() * 1e3)),
             ("elapsed", format!("{:.2} s", self.elapsed.as_secs_f64())),
         ];
-        let mut out = String::from("husk demo — 10,000 jobs across transform, flaky, payments (+ mapper), runaway\n\n");
+        let mut out = String::from(
+            "husk demo — 10,000 jobs across transform, flaky, payments (+ mapper), runaway, calls (HTTP)\n\n",
+        );
         for (name, value) in rows {
             out.push_str(&format!("  {name:<20} {value:>12}\n"));
         }

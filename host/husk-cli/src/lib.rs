@@ -8,5 +8,6 @@
 pub mod cli;
 pub mod client;
 pub mod demo;
+pub mod demo_service;
 pub mod scaffold;
 pub mod sdk;
