@@ -121,7 +121,7 @@ fn answer(stream: TcpStream, calls: &Mutex<Calls>, hanging: &Mutex<Vec<TcpStream
         hanging.lock().push(stream);
         return;
     }
-    let (status, body) = if first && n % 5 == 0 {
+    let (status, body) = if first && n.is_multiple_of(5) {
         calls.lock().failed += 1;
         ("503 Service Unavailable", "try again".to_owned())
     } else {
