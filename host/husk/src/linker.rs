@@ -31,7 +31,9 @@ use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView as _};
 use wasmtime_wasi::p2::bindings;
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView as _};
 use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
+#[cfg(feature = "http")]
 use wasmtime_wasi_http::p2::bindings::sync::http;
+#[cfg(feature = "http")]
 use wasmtime_wasi_http::{WasiHttp, WasiHttpView as _};
 
 use crate::bindings::operation::husk::worker::{log, types};
@@ -49,6 +51,7 @@ enum Family {
     /// WASI, at 0.2.x.
     Wasi,
     /// `wasi:http`, at 0.2.x, for a topic granting outbound HTTP.
+    #[cfg_attr(not(feature = "http"), allow(dead_code, reason = "provided with the `http` feature only"))]
     Http,
     /// `wasi:config`, at 0.2.0-rc.1 only, for a topic granting config.
     Config,
@@ -210,11 +213,13 @@ const PROVIDED: &[Provided] = &[
         family: Family::Wasi,
         add: |l| bindings::sync::filesystem::types::add_to_linker::<_, WasiFilesystem>(l, JobState::filesystem),
     },
+    #[cfg(feature = "http")]
     Provided {
         name: "wasi:http/outgoing-handler",
         family: Family::Http,
         add: |l| http::outgoing_handler::add_to_linker::<_, WasiHttp>(l, JobState::http),
     },
+    #[cfg(feature = "http")]
     Provided {
         name: "wasi:http/types",
         family: Family::Http,

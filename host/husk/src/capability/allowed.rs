@@ -61,6 +61,8 @@ impl AllowedHost {
         if port == 0 {
             return Err(refuse("has port 0"));
         }
+        // An IPv6 literal is kept without its brackets, as requests name it.
+        let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
         let (wildcard, host) = match host.strip_prefix("*.") {
             Some(suffix) => (true, suffix),
             None => (false, host),
@@ -110,7 +112,11 @@ impl fmt::Display for AllowedHost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let scheme = if self.https { "https" } else { "http" };
         let star = if self.wildcard { "*." } else { "" };
-        write!(f, "{scheme}://{star}{}:{}", self.host, self.port)
+        if self.host.contains(':') {
+            write!(f, "{scheme}://[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{scheme}://{star}{}:{}", self.host, self.port)
+        }
     }
 }
 
@@ -162,7 +168,8 @@ mod tests {
         let local = entry("http://127.0.0.1:8089/");
         assert!(local.matches(false, "127.0.0.1", 8089) && !local.matches(false, "127.0.0.1", 80));
         let v6 = entry("http://[::1]:8080");
-        assert!(v6.matches(false, "[::1]", 8080) || v6.matches(false, "::1", 8080));
+        assert!(v6.matches(false, "::1", 8080) && v6.names("::1"));
+        assert!(entry("http://[::1]").matches(false, "::1", 80));
         for bad in [
             "ftp://x",
             "api.example.com",

@@ -2,18 +2,23 @@
 //! outbound HTTP to the hosts of an allowlist ([`HttpGrant`]), and config
 //! values and secrets through `wasi:config/store` ([`ConfigGrant`]). A
 //! component importing `wasi:http` or `wasi:config` is refused at load by a
-//! topic that grants neither.
+//! topic that does not grant it. Outbound HTTP needs the crate's `http`
+//! feature (on by default; it brings wasmtime-wasi-http, hyper's client and
+//! rustls): without it, `wasi:http` is refused everywhere.
 
 mod allowed;
 mod config;
 mod http;
+#[cfg(feature = "http")]
+mod outbound;
 
 use std::sync::Arc;
 
 pub use allowed::{AllowedHost, AllowedHostError, is_internal};
 pub use config::{ConfigGrant, Redactor, Secret, SecretError};
-pub(crate) use http::HttpHooks;
 pub use http::{HttpGrant, ResolveFn, Resolver};
+#[cfg(feature = "http")]
+pub(crate) use outbound::HttpHooks;
 
 /// What a topic grants its jobs. `Grants::default()` grants nothing.
 #[derive(Debug, Clone, Default)]

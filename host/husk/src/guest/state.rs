@@ -25,6 +25,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_config::{WasiConfig, WasiConfigVariables};
+#[cfg(feature = "http")]
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::logs::JobLog;
@@ -32,7 +33,9 @@ use super::stops::MemoryLimitExceeded;
 use super::waits::{Bound, BoundedIo};
 use crate::bindings::LogLevel;
 use crate::bindings::operation::husk::worker::{log, types};
-use crate::capability::{ConfigGrant, Grants, HttpHooks};
+#[cfg(feature = "http")]
+use crate::capability::HttpHooks;
+use crate::capability::{ConfigGrant, Grants};
 
 /// The data of one job's store.
 pub(crate) struct JobState {
@@ -47,12 +50,14 @@ pub(crate) struct JobState {
     /// and by every host call that waits.
     pub(crate) bound: Bound,
     /// Outbound HTTP, when the topic grants it.
+    #[cfg(feature = "http")]
     http: Option<Box<JobHttp>>,
     /// Config values and secrets, when the topic grants them.
     config: Option<Arc<ConfigGrant>>,
 }
 
 /// A job's `wasi:http` state.
+#[cfg(feature = "http")]
 struct JobHttp {
     ctx: WasiHttpCtx,
     hooks: HttpHooks,
@@ -60,11 +65,23 @@ struct JobHttp {
 
 impl JobState {
     pub(crate) fn new(log: JobLog, limiter: JobLimiter, bound: Bound, grants: &Grants, job: JobNames<'_>) -> Self {
+        #[cfg(feature = "http")]
         let http = grants.http.as_ref().map(|grant| {
             let hooks = HttpHooks::new(Some(grant.clone()), job.topic, job.id, job.deadline_at);
             Box::new(JobHttp { ctx: WasiHttpCtx::new(), hooks })
         });
-        Self { wasi: None, table: ResourceTable::new(), log, limiter, bound, http, config: grants.config.clone() }
+        #[cfg(not(feature = "http"))]
+        let _ = job;
+        Self {
+            wasi: None,
+            table: ResourceTable::new(),
+            log,
+            limiter,
+            bound,
+            #[cfg(feature = "http")]
+            http,
+            config: grants.config.clone(),
+        }
     }
 
     /// What `wasi:config/store` reads: the topic's config, or nothing.
@@ -105,6 +122,7 @@ impl WasiView for JobState {
     }
 }
 
+#[cfg(feature = "http")]
 impl WasiHttpView for JobState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         // Linked only for a topic that grants HTTP; were it not, every
@@ -121,6 +139,7 @@ impl WasiHttpView for JobState {
 
 /// Who a job is, for its outbound requests: its id and topic (in logs and
 /// idempotency keys), and when its deadline passes.
+#[cfg_attr(not(feature = "http"), allow(dead_code, reason = "read by outbound HTTP only"))]
 pub(crate) struct JobNames<'a> {
     pub(crate) id: &'a str,
     pub(crate) topic: &'a str,
