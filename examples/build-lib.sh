@@ -20,18 +20,24 @@ need() {
     exit 1
 }
 
-# build_all OUT BUILD [INPUT...]: for each example, calls BUILD APP WORLD TMP
-# (APP's folder, its WIT world, the file to write) and moves TMP to
+# build_all OUT BUILD [INPUT...]: for each example ($APPS, default the five
+# every language has), calls BUILD APP WORLD TMP (APP's folder, its WIT world
+# — `fetch-operation` and `config-operation` are in examples/wit — the file
+# to write) and moves TMP to
 # OUT/APP.wasm — unless that component is newer than APP's sources, the WIT,
 # the build scripts and every INPUT (the toolchain's files).
 build_all() {
     local out="$1" build="$2" app world target
     shift 2
-    for app in transform flaky business runaway mapper; do
-        world=operation
-        [ "$app" = mapper ] && world=error-mapper
+    for app in ${APPS:-transform flaky business runaway mapper}; do
+        case "$app" in
+            mapper) world=error-mapper ;;
+            fetch) world=fetch-operation ;;
+            config) world=config-operation ;;
+            *) world=operation ;;
+        esac
         target="$out/$app.wasm"
-        if [ -f "$target" ] && [ -z "$(find "$@" "$here/$app" "$root/wit" "$here/build" "${BASH_SOURCE[0]}" \
+        if [ -f "$target" ] && [ -z "$(find "$@" "$here/$app" "$root/wit" "$root/examples/wit" "$here/build" "${BASH_SOURCE[0]}" \
             -newer "$target" -type f -not -path '*/__pycache__/*' | head -1)" ]; then
             continue
         fi

@@ -275,3 +275,79 @@ fn every_language_logs_through_the_log_import() {
         assert_eq!(succeeded.log.bytes_written, 0, "{}: and nothing when it succeeds", language.name());
     }
 }
+
+/// `fetch` and `config` in every language that has them (C has no
+/// `fetch`: see examples/c/build): through a host with retries, `fetch`
+/// against a server on 127.0.0.1 that fails each key's first call — the
+/// job completes on attempt 2, both calls with the same idempotency key —
+/// and is denied a host its topic does not allow; `config` reads its own
+/// topic's value and none for a missing key.
+#[test]
+fn every_language_calls_only_allowed_hosts_with_stable_keys_and_reads_its_config() {
+    use husk::capability::{AllowedHost, ConfigGrant, Grants, HttpGrant};
+
+    let server = crate::support_http::TestServer::start();
+    let http = Grants::default()
+        .with_http(HttpGrant::default().with_allowed(vec![AllowedHost::parse(&server.origin()).unwrap()]));
+    let values = [("region".to_owned(), "eu-west-1".to_owned())].into_iter().collect();
+    let config = Grants::default().with_config(ConfigGrant::new(values, Default::default()).unwrap());
+    let languages: Vec<Language> = Language::ALL.into_iter().filter(|l| l.installed()).collect();
+    let sink = Arc::new(WaitingSink::default());
+    let mut builder = Host::builder()
+        .engine(cached_config())
+        .sink(sink.clone())
+        .default_retry(RetryPolicySpec::Fixed { max_attempts: 3, delay: Duration::from_millis(5) });
+    for language in &languages {
+        let source = |name| PluginSource::Path(language.guest(name).unwrap());
+        let config_topic = Topic::wasm(format!("{}-config", language.name()), source("config"));
+        builder = builder.topic(config_topic.with_workers(1).with_grants(config.clone()));
+        if *language != Language::C {
+            let fetch_topic = Topic::wasm(format!("{}-fetch", language.name()), source("fetch"));
+            builder = builder.topic(fetch_topic.with_workers(1).with_grants(http.clone()));
+        }
+    }
+    let host = builder.build().unwrap();
+    let mut expected = HashMap::new();
+    for language in &languages {
+        let name = language.name();
+        for (key, value) in [("region", json!("eu-west-1")), ("missing", Value::Null)] {
+            let id = host.enqueue(&format!("{name}-config"), json!({ "key": key }).to_string()).unwrap();
+            expected.insert(
+                id,
+                (*language, Expect::Completed { output: json!({ "key": key, "value": value }), attempts: 1 }),
+            );
+        }
+        if *language == Language::C {
+            continue;
+        }
+        let path = format!("/fail-until/2?{name}");
+        let id = host.enqueue(&format!("{name}-fetch"), json!({ "url": server.url(&path) }).to_string()).unwrap();
+        let key = format!("husk-{id}-1");
+        let output = json!({ "status": 200, "body": key, "requests": 1 });
+        expected.insert(id, (*language, Expect::Completed { output, attempts: 2 }));
+        // A host the topic does not allow: every attempt denied.
+        let denied = json!({ "url": format!("http://127.0.0.2:{}/ok", server.port()) });
+        let code = if *language == Language::Js { "http.network-error" } else { "http.http-request-denied" };
+        let id = host.enqueue(&format!("{name}-fetch"), denied.to_string()).unwrap();
+        expected.insert(id, (*language, Expect::Failed { code, attempts: 3 }));
+    }
+    for outcome in sink.wait_for(expected.len(), PATIENCE) {
+        let (language, expect) = &expected[&outcome.job_id];
+        match (expect, &outcome.outcome) {
+            // No mapper here: the diagnostic is husk's, not a mapper's.
+            (Expect::Failed { code, attempts }, Outcome::Failed { last_fault, .. }) => {
+                let got = (last_fault.code.as_str(), outcome.attempts);
+                assert_eq!(got, (*code, *attempts), "{}: {outcome:?}", language.name());
+            }
+            _ => check(*language, expect, &outcome.outcome, outcome.attempts, &format!("{outcome:?}")),
+        }
+    }
+    host.shutdown();
+    for language in languages.iter().filter(|l| **l != Language::C) {
+        let path = format!("/fail-until/2?{}", language.name());
+        let keys: Vec<_> = server.seen().into_iter().filter(|s| s.path == path).map(|s| s.key).collect();
+        assert_eq!(keys.len(), 2, "{}: {keys:?}", language.name());
+        assert!(keys[0].is_some() && keys[0] == keys[1], "{}: {keys:?}", language.name());
+    }
+    assert!(server.seen().iter().all(|s| s.path != "/ok"), "no denied request reached a server");
+}

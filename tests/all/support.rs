@@ -189,7 +189,7 @@ impl Language {
     }
 
     /// The component of the example `name` (transform, flaky, business,
-    /// runaway, mapper) in this language, building the language's examples
+    /// runaway, mapper, fetch — not in C —, config) in this language, building the language's examples
     /// first (once per test run); `None` when its toolchain is not
     /// installed (the tests that need it are ignored, saying so). An
     /// installed toolchain that fails to build them fails the test.

@@ -174,7 +174,7 @@ fn serve(stream: TcpStream, state: &State) {
     let (status, text) = if path == "/ok" {
         ("200 OK", "ok".to_owned())
     } else if let Some(n) = path.strip_prefix("/fail-until/") {
-        let n: u32 = n.parse().unwrap_or(1);
+        let n: u32 = n.split('?').next().unwrap_or(n).parse().unwrap_or(1);
         let key = key.unwrap_or_default();
         let count = {
             let mut by_key = state.by_key.lock().unwrap();

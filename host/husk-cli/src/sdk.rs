@@ -72,7 +72,9 @@ pub fn write_wit(dir: &Path) -> Result<PathBuf, SdkError> {
     write(dir.join("worker.wit"), WIT.as_bytes())
 }
 
-/// Generates the C bindings of `world` into `dir`: `<world>.h`, `<world>.c`
+/// Generates the C bindings of `world` — of husk's contract, or of the
+/// package in the WIT directory `wit` (whose `deps/` may hold husk's
+/// contract and WASI packages) — into `dir`: `<world>.h`, `<world>.c`
 /// and `<world>_component_type.o` (the world's type, which the linked
 /// module must carry for [`wrap`]), with `-` in the world's name written
 /// `_`. Returns the files written.
@@ -81,13 +83,16 @@ pub fn write_wit(dir: &Path) -> Result<PathBuf, SdkError> {
 ///
 /// [`SdkError::UnknownWorld`], [`SdkError::Bindings`], or
 /// [`SdkError::Io`] when a file cannot be written.
-pub fn c_bindings(world: &str, dir: &Path) -> Result<Vec<PathBuf>, SdkError> {
-    if !WORLDS.contains(&world) {
+pub fn c_bindings(world: &str, wit: Option<&Path>, dir: &Path) -> Result<Vec<PathBuf>, SdkError> {
+    if wit.is_none() && !WORLDS.contains(&world) {
         return Err(SdkError::UnknownWorld(world.to_owned()));
     }
     let failed = |e: anyhow::Error| SdkError::Bindings { world: world.to_owned(), reason: format!("{e:#}") };
     let mut resolve = Resolve::default();
-    let package = resolve.push_str("worker.wit", WIT).map_err(failed)?;
+    let package = match wit {
+        Some(wit) => resolve.push_dir(wit).map_err(failed)?.0,
+        None => resolve.push_str("worker.wit", WIT).map_err(failed)?,
+    };
     let world_id = resolve.select_world(&[package], Some(world)).map_err(failed)?;
     let mut files = wit_bindgen_core::Files::default();
     wit_bindgen_c::Opts::default().build().generate(&mut resolve, world_id, &mut files).map_err(failed)?;

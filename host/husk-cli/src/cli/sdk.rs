@@ -27,9 +27,15 @@ enum SdkCommand {
     /// Generate C bindings of a world: `<world>.h`, `<world>.c` and
     /// `<world>_component_type.o`, as `wit-bindgen c` would.
     CBindings {
-        /// The world: operation, error-mapper or plugin.
+        /// The world: operation, error-mapper or plugin (or one of the
+        /// package in `--wit`).
         #[arg(long, default_value = "operation")]
         world: String,
+        /// A WIT directory whose package holds the world (e.g. one that
+        /// adds `wasi:config/store` to husk's `operation`, with husk's
+        /// contract in its `deps/`); default: husk's contract.
+        #[arg(long)]
+        wit: Option<PathBuf>,
         /// The directory to write into (created if missing).
         #[arg(long, short)]
         out: PathBuf,
@@ -50,8 +56,8 @@ pub(super) fn run(args: SdkArgs) -> anyhow::Result<ExitCode> {
         SdkCommand::Wit { dir } => {
             sdk::write_wit(&dir)?;
         }
-        SdkCommand::CBindings { world, out } => {
-            sdk::c_bindings(&world, &out)?;
+        SdkCommand::CBindings { world, wit, out } => {
+            sdk::c_bindings(&world, wit.as_deref(), &out)?;
         }
         SdkCommand::Wrap { module, output } => {
             let core = std::fs::read(&module).with_context(|| format!("cannot read {}", module.display()))?;
