@@ -23,13 +23,19 @@ fn tool(language: Language) -> PathBuf {
 /// Creates `greeter` in `language` under `parent`, builds it with its
 /// `build.sh`, and returns the component; `None` when the language's
 /// toolchain is unavailable outside CI (see `Language::guest`).
-fn create_and_build(language: Language, parent: &Path) -> Option<PathBuf> {
+fn create_and_build(language: Language, parent: &Path, http: bool) -> Option<PathBuf> {
     // The examples' build installs the toolchain the template needs.
     language.guest("transform")?;
     let dir = parent.join("greeter");
-    let created = husk().args(["new", "greeter", "--lang", language.name(), "--dir"]).arg(&dir).output().unwrap();
+    let mut new = husk();
+    new.args(["new", "greeter", "--lang", language.name(), "--dir"]).arg(&dir);
+    if http {
+        new.arg("--http");
+    }
+    let created = new.output().unwrap();
     assert!(created.status.success(), "{}: husk new: {}", language.name(), String::from_utf8_lossy(&created.stderr));
-    for file in ["build.sh", "README.md", "wit/worker.wit"] {
+    let contract = if http && language == Language::Python { "wit/deps/worker/worker.wit" } else { "wit/worker.wit" };
+    for file in ["build.sh", "README.md", contract] {
         assert!(dir.join(file).is_file(), "{}: {file} is missing", language.name());
     }
     let mut build = Command::new(dir.join("build.sh"));
@@ -67,7 +73,11 @@ fn create_and_build(language: Language, parent: &Path) -> Option<PathBuf> {
 }
 
 fn run(component: &Path, input: &str) -> (Option<i32>, Value) {
-    let output = husk().arg("run").arg(component).args(["--input", input]).output().unwrap();
+    run_with(component, input, &[])
+}
+
+fn run_with(component: &Path, input: &str, args: &[&str]) -> (Option<i32>, Value) {
+    let output = husk().arg("run").arg(component).args(["--input", input]).args(args).output().unwrap();
     let json = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("husk run printed no JSON ({e}): {}", String::from_utf8_lossy(&output.stderr)));
     (output.status.code(), json)
@@ -75,7 +85,7 @@ fn run(component: &Path, input: &str) -> (Option<i32>, Value) {
 
 fn scaffolded_project_builds_and_runs(language: Language) {
     let parent = tempfile::tempdir().unwrap();
-    let Some(component) = create_and_build(language, parent.path()) else { return };
+    let Some(component) = create_and_build(language, parent.path(), false) else { return };
     // "name" also as a value, before the field: a reader must find the field.
     let (code, ran) = run(&component, r#"{"title": "name", "name": "Ada"}"#);
     assert_eq!(code, Some(0), "{}: {ran}", language.name());
@@ -84,6 +94,43 @@ fn scaffolded_project_builds_and_runs(language: Language) {
     let (code, faulted) = run(&component, r#"{"nom":"Ada"}"#);
     assert_eq!(code, Some(3), "{}: a guest fault exits 3: {faulted}", language.name());
     assert_eq!(faulted["fault"]["code"], "invalid-input", "{}: {faulted}", language.name());
+}
+
+/// `husk new --http`: the operation calls the URL of its input, only when
+/// `husk run` allows its host.
+fn scaffolded_http_project_calls_an_allowed_host(language: Language) {
+    let parent = tempfile::tempdir().unwrap();
+    let Some(component) = create_and_build(language, parent.path(), true) else { return };
+    let server = crate::support_http::TestServer::start();
+    let input = serde_json::json!({ "url": server.url("/ok") }).to_string();
+    let (code, denied) = run(&component, &input);
+    assert_eq!(
+        (code, &denied["fault"]["code"]),
+        (Some(3), &Value::from("http.error")),
+        "{}: {denied}",
+        language.name()
+    );
+    let (code, called) = run_with(&component, &input, &["--allow-host", &server.origin()]);
+    assert_eq!(code, Some(0), "{}: {called}", language.name());
+    assert_eq!(called["output"], serde_json::json!({ "status": 200, "body": "ok" }), "{}", language.name());
+    assert_eq!(server.seen().len(), 1, "{}", language.name());
+}
+
+#[test]
+fn new_rust_http_project_calls_an_allowed_host() {
+    scaffolded_http_project_calls_an_allowed_host(Language::Rust);
+}
+
+#[test]
+#[cfg_attr(not(husk_guests_python), ignore = "no python guest toolchain: run scripts/build-guests python")]
+fn new_python_http_project_calls_an_allowed_host() {
+    scaffolded_http_project_calls_an_allowed_host(Language::Python);
+}
+
+#[test]
+#[cfg_attr(not(husk_guests_js), ignore = "no js guest toolchain: run scripts/build-guests js")]
+fn new_js_http_project_calls_an_allowed_host() {
+    scaffolded_http_project_calls_an_allowed_host(Language::Js);
 }
 
 #[test]
@@ -124,4 +171,5 @@ fn husk_new_refuses_bad_names_existing_directories_and_unknown_languages() {
     let output = husk().args(["new", "op", "--lang", "go"]).current_dir(parent.path()).output().unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("invalid value 'go'"));
+    assert!(refused(&["op", "--lang", "c", "--http"]).contains("no --http template for C"));
 }

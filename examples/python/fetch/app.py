@@ -49,6 +49,8 @@ def get(url: str) -> tuple[int, bytes]:
         raise http_fault(result.value.value)
     response = result.value.value
     status = response.status()
+    # A stream is a child of its body: the body must outlive it (locals
+    # are dropped last-first when the function returns).
     incoming = response.consume()
     stream = incoming.stream()
     chunks = []

@@ -41,33 +41,66 @@ pub enum ScaffoldError {
     /// The contract could not be written.
     #[error(transparent)]
     Sdk(#[from] sdk::SdkError),
+    /// No `--http` template in this language.
+    #[error(
+        "no --http template for C: wasi:http's resources would be driven by hand, with no C HTTP client for WASI 0.2 \
+         to build on; use --lang rust, python or js"
+    )]
+    NoHttpTemplate,
 }
 
 /// (path in the project, template text, executable).
 type TemplateFile = (&'static str, &'static str, bool);
 
-fn files(lang: Lang) -> &'static [TemplateFile] {
-    match lang {
-        Lang::Rust => &[
+fn files(lang: Lang, http: bool) -> &'static [TemplateFile] {
+    match (lang, http) {
+        (Lang::Rust, false) => &[
             ("Cargo.toml", include_str!("../templates/rust/Cargo.toml"), false),
             ("src/lib.rs", include_str!("../templates/rust/src/lib.rs"), false),
             ("build.sh", include_str!("../templates/rust/build.sh"), true),
         ],
-        Lang::Python => &[
+        (Lang::Rust, true) => &[
+            ("Cargo.toml", include_str!("../templates/rust-http/Cargo.toml"), false),
+            ("src/lib.rs", include_str!("../templates/rust-http/src/lib.rs"), false),
+            ("build.sh", include_str!("../templates/rust/build.sh"), true),
+        ],
+        (Lang::Python, false) => &[
             ("app.py", include_str!("../templates/python/app.py"), false),
             ("build.sh", include_str!("../templates/python/build.sh"), true),
         ],
-        Lang::Js => &[
+        (Lang::Python, true) => &[
+            ("app.py", include_str!("../templates/python-http/app.py"), false),
+            ("build.sh", include_str!("../templates/python-http/build.sh"), true),
+            ("wit/world.wit", PYTHON_HTTP_WORLD, false),
+            ("wit/deps/http.wit", include_str!("../../../examples/wit/deps/http.wit"), false),
+            ("wit/deps/io.wit", include_str!("../../../examples/wit/deps/io.wit"), false),
+            ("wit/deps/clocks.wit", include_str!("../../../examples/wit/deps/clocks.wit"), false),
+            ("wit/deps/random.wit", include_str!("../../../examples/wit/deps/random.wit"), false),
+            ("wit/deps/cli.wit", include_str!("../../../examples/wit/deps/cli.wit"), false),
+            ("wit/deps/filesystem.wit", include_str!("../../../examples/wit/deps/filesystem.wit"), false),
+            ("wit/deps/sockets.wit", include_str!("../../../examples/wit/deps/sockets.wit"), false),
+        ],
+        (Lang::Js, false) => &[
             ("app.js", include_str!("../templates/js/app.js"), false),
             ("package.json", include_str!("../templates/js/package.json"), false),
             ("build.sh", include_str!("../templates/js/build.sh"), true),
         ],
-        Lang::C => &[
+        (Lang::Js, true) => &[
+            ("app.js", include_str!("../templates/js-http/app.js"), false),
+            ("package.json", include_str!("../templates/js/package.json"), false),
+            ("build.sh", include_str!("../templates/js-http/build.sh"), true),
+        ],
+        (Lang::C, _) => &[
             ("operation.c", include_str!("../templates/c/operation.c"), false),
             ("build.sh", include_str!("../templates/c/build.sh"), true),
         ],
     }
 }
+
+/// The Python `--http` project's world: husk's `operation` plus
+/// `wasi:http/outgoing-handler` (husk's contract goes to `wit/deps/worker`).
+const PYTHON_HTTP_WORLD: &str = "/// husk's operation world, plus outbound HTTP.\npackage local:{{name}};\n\n\
+world fetch-operation {\n    include husk:worker/operation@0.1.0;\n    import wasi:http/outgoing-handler@0.2.12;\n}\n";
 
 /// What a project's README says it needs, per language.
 fn prerequisites(lang: Lang) -> &'static str {
@@ -83,7 +116,20 @@ fn prerequisites(lang: Lang) -> &'static str {
     }
 }
 
-fn readme(name: &str, lang: Lang) -> String {
+fn readme(name: &str, lang: Lang, http: bool) -> String {
+    if http {
+        return format!(
+            "# {name}\n\nA husk operation (world `operation` of `wit/worker.wit`) that calls a service over \
+             `wasi:http`: input `{{\"url\": \"https://api.example.com/...\"}}`, output \
+             `{{\"status\": 200, \"body\": \"...\"}}`. husk sends every request with \
+             `Idempotency-Key: husk-<job id>-<n>`, the same on every attempt of the job.\n\n\
+             Needs {}\n\n```sh\n./build.sh\nhusk run {name}.wasm --input '{{\"url\":\"https://api.example.com/\"}}' \
+             --allow-host https://api.example.com\n```\n\n\
+             Then bind it to a topic in husk.toml, allowing the hosts it calls:\n\n```toml\n[topics.{name}]\n\
+             plugin = \"{name}.wasm\"\nallowed_hosts = [\"https://api.example.com\"]\n```\n",
+            prerequisites(lang)
+        );
+    }
     format!(
         "# {name}\n\nA husk operation (world `operation` of `wit/worker.wit`): input `{{\"name\": \"Ada\"}}`, output \
          `{{\"greeting\": \"hello, Ada\"}}`; input without a `name` is the fault `invalid-input`.\n\n\
@@ -102,29 +148,36 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// Creates the project `name` in `lang` at `dir` (which must not exist):
-/// the template's files, `wit/worker.wit` and a README. Returns the files
-/// written.
+/// the template's files, `wit/worker.wit` and a README; with `http`, an
+/// operation calling a service over `wasi:http` (not in C). Returns the
+/// files written.
 ///
 /// # Errors
 ///
 /// [`ScaffoldError`] for a bad name, an existing directory or a file that
 /// cannot be written.
-pub fn create(name: &str, lang: Lang, dir: &Path) -> Result<Vec<PathBuf>, ScaffoldError> {
+pub fn create(name: &str, lang: Lang, dir: &Path, http: bool) -> Result<Vec<PathBuf>, ScaffoldError> {
     if !valid_name(name) {
         return Err(ScaffoldError::InvalidName(name.to_owned()));
+    }
+    if http && lang == Lang::C {
+        return Err(ScaffoldError::NoHttpTemplate);
     }
     if dir.exists() {
         return Err(ScaffoldError::Exists(dir.to_owned()));
     }
-    let mut written = vec![sdk::write_wit(&dir.join("wit"))?];
+    // The Python --http project's own world is the WIT root; husk's contract
+    // is one of its deps.
+    let contract = if http && lang == Lang::Python { dir.join("wit/deps/worker") } else { dir.join("wit") };
+    let mut written = vec![sdk::write_wit(&contract)?];
     let crate_name = name.replace('-', "_");
-    let mut contents: Vec<(&str, String, bool)> = files(lang)
+    let mut contents: Vec<(&str, String, bool)> = files(lang, http)
         .iter()
         .map(|(path, text, executable)| {
             (*path, text.replace("{{name}}", name).replace("{{crate}}", &crate_name), *executable)
         })
         .collect();
-    contents.push(("README.md", readme(name, lang), false));
+    contents.push(("README.md", readme(name, lang, http), false));
     for (path, text, executable) in contents {
         let path = dir.join(path);
         let io = |error| ScaffoldError::Io { path: path.clone(), error };
@@ -158,9 +211,11 @@ mod tests {
     #[test]
     fn every_template_names_its_project() {
         for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::C] {
-            let build = files(lang).iter().find(|(path, ..)| *path == "build.sh").expect("a build script");
-            assert!(build.1.contains("{{name}}.wasm"), "{lang:?}: build.sh writes <name>.wasm");
-            assert!(build.2, "{lang:?}: build.sh is executable");
+            for http in [false, true] {
+                let build = files(lang, http).iter().find(|(path, ..)| *path == "build.sh").expect("a build script");
+                assert!(build.1.contains("{{name}}.wasm"), "{lang:?}: build.sh writes <name>.wasm");
+                assert!(build.2, "{lang:?}: build.sh is executable");
+            }
         }
     }
 }

@@ -101,6 +101,10 @@ struct NewArgs {
     /// Where to create it (default: ./<name>).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// An operation that calls a service over `wasi:http` (Rust, Python,
+    /// JavaScript).
+    #[arg(long)]
+    http: bool,
 }
 
 /// How to reach a running `husk serve`.
@@ -397,7 +401,7 @@ impl Cli {
             Command::Sdk(args) => sdk::run(args),
             Command::New(args) => {
                 let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));
-                crate::scaffold::create(&args.name, args.lang, &dir)?;
+                crate::scaffold::create(&args.name, args.lang, &dir, args.http)?;
                 let lang = clap::ValueEnum::to_possible_value(&args.lang).map(|v| v.get_name().to_owned());
                 println!(
                     "created {} ({}) in {}; build it with {}/build.sh",

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds {{name}}.wasm. Needs Node.js 20+ and `npm install` in this
+# directory (componentize-js), or COMPONENTIZE_JS naming an installed one.
+set -euo pipefail
+cd "$(dirname "$0")"
+componentize="${COMPONENTIZE_JS:-node_modules/.bin/componentize-js}"
+# -d drops WASI interfaces the operation does not use; wasi:http stays, for
+# fetch().
+"$componentize" app.js --wit wit -n operation -d stdio random clocks fetch-event -o {{name}}.wasm
