@@ -327,3 +327,18 @@ api_key = "file:api-key"
     }
     assert!(files >= 1, "the SQLite store was read");
 }
+
+/// An `https` entry makes the request speak TLS (rustls, the webpki
+/// roots): a server answering in plain HTTP is a TLS protocol error, where
+/// an `http` request to the same port is answered.
+#[test]
+fn https_requests_speak_tls() {
+    let server = TestServer::start();
+    let sandbox = sandbox();
+    let port = server.port();
+    let grant = allow(&[&format!("https://127.0.0.1:{port}")]).with_timeout(Duration::from_secs(5));
+    let tls = fetch(&sandbox, &granted(grant), json!({ "url": format!("https://127.0.0.1:{port}/ok") }));
+    assert_eq!(fault_code(&tls), "http.tls-protocol-error", "{:?}", tls.ending);
+    let plain = fetch(&sandbox, &granted(allow(&[&server.origin()])), json!({ "url": server.url("/ok") }));
+    assert_eq!(output(&plain)["body"], "ok");
+}

@@ -13,8 +13,8 @@
 //! smaller of the guest's request options and the topic's `http_timeout`;
 //! when the job's deadline comes first, the request is dropped with the
 //! instance (`husk.timeout`); the response bodies of one job
-//! together may be at most `max_response` bytes, and a job may send at most
-//! `max_requests` requests.
+//! together may be at most `max_response` bytes, and a job may make at most
+//! `max_requests` requests (denied ones count).
 //!
 //! A retried call is safe: every request carries `Idempotency-Key:
 //! husk-<job id>-<n>`, `n` its ordinal within the attempt — the same key on
@@ -46,6 +46,19 @@ use super::http::{HttpGrant, Resolver};
 /// How long past the job's deadline a request's own timer fires when the
 /// deadline comes first (the job is killed by then).
 const DEADLINE_BACKSTOP: Duration = Duration::from_secs(1);
+
+/// The TLS client configuration of every `https` request: the webpki
+/// roots (Mozilla's), no client certificate.
+static TLS: std::sync::LazyLock<Arc<rustls::ClientConfig>> = std::sync::LazyLock::new(|| {
+    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
+    // ring named explicitly: the process-wide default provider would be
+    // ambiguous if another crate of the binary enabled aws-lc-rs.
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("ring supports rustls's default protocol versions");
+    Arc::new(builder.with_root_certificates(roots).with_no_client_auth())
+});
 
 /// The header that makes a retried call safe.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -260,9 +273,7 @@ async fn connect(
         Err(_) => return Err(Error::ConnectionTimeout),
     };
     if to.https {
-        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.into() };
-        let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
-        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let connector = tokio_rustls::TlsConnector::from(TLS.clone());
         let name =
             rustls::pki_types::ServerName::try_from(to.host.clone()).map_err(|_| Error::HttpRequestUriInvalid)?;
         let tls = tokio::time::timeout(timeouts.connect, connector.connect(name, tcp))

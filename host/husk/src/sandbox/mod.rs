@@ -359,7 +359,7 @@ impl Sandbox {
 
     /// [`Sandbox::execute`] for a topic granting `grants`: the job may call
     /// the hosts they allow and read the config they hold; its secrets are
-    /// replaced by `***` in its log and in the faults it returns.
+    /// replaced by `***` in its log, its output and the faults it returns.
     ///
     /// # Errors
     ///
