@@ -77,7 +77,7 @@ fn http_fault(error: wstd::http::Error) -> Fault {
         Some(code) => kebab(&format!("{code:?}")),
         None => "error".to_owned(),
     };
-    Fault::new(&format!("http.{code}"), &json!({ "error": format!("{error:#}") }))
+    Fault::new(format!("http.{code}"), &json!({ "error": format!("{error:#}") }))
 }
 
 /// `ErrorCode::HttpRequestDenied` (or `DnsError(…)`) → `http-request-denied`.
