@@ -9,6 +9,9 @@ use std::sync::Arc;
 
 use wasmtime_wasi_config::WasiConfigVariables;
 
+/// The largest secret file husk reads.
+const MAX_SECRET_FILE: u64 = 64 << 10;
+
 /// Where a secret's value comes from: an environment variable of husk's
 /// process (`env:VAR`) or a file (`file:PATH`, not readable by every user;
 /// one trailing newline is dropped).
@@ -47,6 +50,14 @@ impl Secret {
             Secret::File(path) => {
                 let shown = path.display();
                 let metadata = std::fs::metadata(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+                // Not a device, a FIFO or a directory: reading one could
+                // block the start, or never end.
+                if !metadata.is_file() {
+                    return Err(format!("`{shown}` is not a regular file"));
+                }
+                if metadata.len() > MAX_SECRET_FILE {
+                    return Err(format!("`{shown}` is over {MAX_SECRET_FILE} bytes, too large for a secret"));
+                }
                 #[cfg(unix)]
                 {
                     use std::os::unix::fs::PermissionsExt as _;
@@ -230,6 +241,15 @@ mod tests {
         let refused = ConfigGrant::new(BTreeMap::new(), unset).unwrap_err();
         assert_eq!(refused.key, "api");
         assert!(refused.reason.contains("HUSK_TEST_SURELY_UNSET_VARIABLE"), "{}", refused.reason);
+        for (path, why) in [("/dev/zero", "not a regular file"), ("/tmp", "not a regular file")] {
+            let source = BTreeMap::from([("k".to_owned(), Secret::File(path.into()))]);
+            let refused = ConfigGrant::new(BTreeMap::new(), source).unwrap_err();
+            assert!(refused.reason.contains(why), "{path}: {}", refused.reason);
+        }
+        private(0o600);
+        std::fs::write(&file, vec![b'x'; 65 << 10]).unwrap();
+        let big = BTreeMap::from([("k".to_owned(), Secret::File(file.clone()))]);
+        assert!(ConfigGrant::new(BTreeMap::new(), big).unwrap_err().reason.contains("too large"));
         assert!(Secret::parse("plain-value").is_err());
         assert_eq!(Secret::parse("env:X"), Ok(Secret::Env("X".into())));
     }
