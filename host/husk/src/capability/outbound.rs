@@ -94,17 +94,24 @@ impl HttpHooks {
 
 type Sent = Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), Error>> + Send>), Error>;
 
-/// Refuses `request` with `error`, once the guest has written its body: a
-/// guest writing the body while it waits for the response (as `wstd` does)
-/// would otherwise see its body's stream break before the error, and report
-/// that instead. The body goes nowhere; the job's deadline bounds the wait.
+/// Refuses `request` with `error`. What the guest still writes of the body
+/// is drained in the background (until it finishes the body or its instance
+/// is dropped): a guest writing the body while it waits for the response (as
+/// `wstd` does) would otherwise see its body's stream break and report that
+/// instead of the error; and one waiting for the response before it
+/// finishes the body gets the error at once.
 fn fail(request: http::Request<WasiBody>, error: Error) -> Box<dyn Future<Output = Sent> + Send> {
     Box::new(refuse(request, error))
 }
 
 async fn refuse(request: http::Request<WasiBody>, error: Error) -> Sent {
-    drain(request.into_body()).await;
+    drain_later(request.into_body());
     Err(error)
+}
+
+/// Drains `body` on a task of its own.
+fn drain_later(body: WasiBody) {
+    wasmtime_wasi::runtime::with_ambient_tokio_runtime(|| drop(tokio::spawn(drain(body))));
 }
 
 /// Reads `body` to its end (or its first error), keeping none of it.
@@ -141,7 +148,7 @@ impl Body for Drained {
 impl Drop for Drained {
     fn drop(&mut self) {
         if let Some(body) = self.0.take().filter(|body| !body.is_end_stream()) {
-            wasmtime_wasi::runtime::with_ambient_tokio_runtime(|| drop(tokio::spawn(drain(body))));
+            drain_later(body);
         }
     }
 }
@@ -224,8 +231,7 @@ async fn send(request: http::Request<WasiBody>, to: Destination, timeouts: Timeo
     };
     // The guest may still be writing the body when the response is in and
     // the connection gone: what is left of it is drained, not refused.
-    let request = request.map(|body| Drained(Some(body)).boxed_unsync());
-    let mut request = request;
+    let mut request = request.map(|body| Drained(Some(body)).boxed_unsync());
     // The request line carries the path only (not a proxy request).
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
     *request.uri_mut() = http::Uri::builder().path_and_query(path).build().map_err(|_| Error::HttpRequestUriInvalid)?;
