@@ -5,6 +5,7 @@
 #![allow(unreachable_pub, reason = "helpers of a test binary, shared between its modules")]
 
 mod api;
+mod binary;
 mod blocking;
 mod classify;
 mod cli;
@@ -18,6 +19,7 @@ mod languages;
 mod leak;
 mod migrate;
 mod outbound;
+mod pause;
 mod plugin;
 mod pool;
 mod quota;

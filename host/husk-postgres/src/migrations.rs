@@ -63,6 +63,10 @@ CREATE FUNCTION husk_append(history TEXT, more TEXT) RETURNS TEXT LANGUAGE sql I
                 ELSE left(history, -1) || ',' || substr(more, 2) END
 $$;
 "#,
+    // 3: paused topics.
+    r#"
+CREATE TABLE husk_paused (topic TEXT PRIMARY KEY);
+"#,
 ];
 
 /// Key of the advisory lock that serializes migrations of concurrent starts.

@@ -197,13 +197,16 @@ pub(crate) fn claim(
             // One topic per claim: the (topic, id) index then yields ids in
             // order and the LIMIT stops the scan. `= ANY(ARRAY(...))`, not a
             // join: claimed ids are looked up by key (a join's generic plan
-            // scans the whole table). Claims commit asynchronously (see the
-            // module docs).
+            // scans the whole table). A paused topic claims nothing
+            // (`running`, evaluated once). Claims commit asynchronously (see
+            // the module docs).
             "WITH token AS (SELECT nextval('husk_lock_tokens') AS value,
                                    set_config('synchronous_commit', 'off', true)),
-                  ready AS (SELECT id FROM husk_jobs WHERE state = 0 AND topic = $3
+                  running AS (SELECT NOT EXISTS (SELECT 1 FROM husk_paused p WHERE p.topic = $3) AS value),
+                  ready AS (SELECT id FROM husk_jobs WHERE state = 0 AND topic = $3 AND (SELECT value FROM running)
                             ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),
                   due AS (SELECT id FROM husk_jobs WHERE state = 1 AND not_before <= $5 AND topic = $3
+                                                   AND (SELECT value FROM running)
                           ORDER BY not_before LIMIT $4 FOR UPDATE SKIP LOCKED)
              UPDATE husk_jobs SET state = 2, not_before = NULL, lock_worker = $1,
                     lock_token = (SELECT value FROM token), lock_expires_at = $2

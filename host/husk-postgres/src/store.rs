@@ -411,6 +411,27 @@ impl JobStore for PostgresStore {
         })
     }
 
+    fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
+        self.run_with("pause", |tx, channels| {
+            if paused {
+                let sql = "INSERT INTO husk_paused (topic) VALUES ($1) ON CONFLICT DO NOTHING";
+                return Ok(tx.execute(sql, &[&topic])? == 1);
+            }
+            let resumed = tx.execute("DELETE FROM husk_paused WHERE topic = $1", &[&topic])? == 1;
+            if resumed {
+                // Every process's fetchers look again.
+                notify(tx, &channels.jobs, "")?;
+            }
+            Ok(resumed)
+        })
+    }
+
+    fn paused(&self) -> Result<Vec<String>, StoreError> {
+        self.run("paused topics", |tx| {
+            Ok(tx.query("SELECT topic FROM husk_paused ORDER BY topic", &[])?.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
     fn subscribe(&self, events: Weak<dyn StoreEvents>) {
         let mut listener = self.listener.lock();
         if listener.is_none() {

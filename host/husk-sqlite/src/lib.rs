@@ -354,9 +354,16 @@ impl JobStore for SqliteStore {
             reclaim_expired(tx, now, &mut fetched.ended)?;
             let expires_at = now + request.lock_duration;
             let mut remaining = request.max;
+            let paused = tx
+                .prepare_cached("SELECT topic FROM paused")?
+                .query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
             for topic in request.topics {
                 if remaining == 0 {
                     break;
+                }
+                if paused.contains(topic) {
+                    continue;
                 }
                 let token: i64 = tx.query_row(
                     "UPDATE meta SET value = value + 1 WHERE key = 'next_token' RETURNING value",
@@ -552,6 +559,24 @@ impl JobStore for SqliteStore {
             .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
             .map_err(self.err("depths"))?;
         Ok(depths_of(rows))
+    }
+
+    fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let sql = if paused {
+                "INSERT INTO paused (topic) VALUES (?1) ON CONFLICT DO NOTHING"
+            } else {
+                "DELETE FROM paused WHERE topic = ?1"
+            };
+            Ok(tx.prepare_cached(sql)?.execute([topic])? == 1)
+        })
+    }
+
+    fn paused(&self) -> Result<Vec<String>, StoreError> {
+        let conn = self.conn();
+        conn.prepare_cached("SELECT topic FROM paused ORDER BY topic")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(self.err("paused topics"))
     }
 }
 

@@ -51,4 +51,8 @@ ALTER TABLE jobs ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE outcomes ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
 CREATE TABLE keys (key TEXT PRIMARY KEY, job_id INTEGER NOT NULL) WITHOUT ROWID;
 "#,
+    // 3: paused topics.
+    r#"
+CREATE TABLE paused (topic TEXT PRIMARY KEY) WITHOUT ROWID;
+"#,
 ];

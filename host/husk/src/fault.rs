@@ -73,14 +73,11 @@ impl Fault {
     }
 }
 
-/// `bytes` as JSON when they parse as JSON, otherwise as a JSON string (lossy
-/// UTF-8); `null` when empty.
+/// `bytes` as the JSON value that shows them (see [`json_bytes`]): the JSON
+/// itself when they are JSON text, `{"base64": "…"}` otherwise; `null` when
+/// empty. For display and reports.
 pub fn body_value(bytes: &[u8]) -> serde_json::Value {
-    if bytes.is_empty() {
-        return serde_json::Value::Null;
-    }
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(bytes).into_owned()))
+    serde_json::to_value(json_bytes::Bytes(bytes)).expect("bytes serialize to a JSON value")
 }
 
 impl Serialize for Fault {
@@ -106,13 +103,27 @@ impl<'de> serde::Deserialize<'de> for Fault {
     }
 }
 
-/// Serde for byte payloads that are JSON by convention: JSON bytes are
-/// embedded as JSON (byte for byte), other bytes as a JSON string (lossy
-/// UTF-8), empty bytes as `null`.
+/// Serde for byte payloads that are JSON by convention (outputs, fault
+/// bodies), byte-exact both ways:
+///
+/// - empty bytes are `null`;
+/// - bytes that are one JSON value, with nothing around it, are embedded as
+///   that JSON text, byte for byte (whitespace and key order kept);
+/// - anything else — bytes that are not UTF-8 or not JSON, the four bytes
+///   `null`, and JSON that reads as the marker itself (an object whose one
+///   member is a string named `base64`) — is `{"base64": "<standard base64>"}`.
+///
+/// Reading takes the JSON text as it is (a raw value): only a deserializer
+/// reading JSON text (serde_json's) can read these fields, and not through
+/// serde's buffering (an internally tagged or untagged enum, `flatten`).
 pub mod json_bytes {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::de::Error as _;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use serde_json::value::RawValue;
 
+    /// The bytes `bytes`, serialized as this module says.
     pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
 
     impl Serialize for Bytes<'_> {
@@ -121,23 +132,50 @@ pub mod json_bytes {
         }
     }
 
+    /// The marker of bytes shown as base64.
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Base64<T> {
+        base64: T,
+    }
+
+    /// `bytes` as the JSON text they are, when that text shows them exactly.
+    fn as_json(bytes: &[u8]) -> Option<&RawValue> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let raw: &RawValue = serde_json::from_str(text).ok()?;
+        let exact = raw.get().len() == text.len() && raw.get() != "null" && marker(raw).is_none();
+        exact.then_some(raw)
+    }
+
+    /// The base64 text of a marker.
+    fn marker(raw: &RawValue) -> Option<String> {
+        raw.get()
+            .starts_with('{')
+            .then(|| serde_json::from_str::<Base64<String>>(raw.get()).ok())
+            .flatten()
+            .map(|m| m.base64)
+    }
+
     /// Serializes `bytes`.
     pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
         if bytes.is_empty() {
             return serializer.serialize_none();
         }
-        match std::str::from_utf8(bytes).ok().and_then(|text| serde_json::from_str::<&RawValue>(text).ok()) {
+        match as_json(bytes) {
             Some(raw) => raw.serialize(serializer),
-            None => serializer.serialize_str(&String::from_utf8_lossy(bytes)),
+            None => Base64 { base64: STANDARD.encode(bytes) }.serialize(serializer),
         }
     }
 
-    /// Deserializes bytes: the value written back as compact JSON; `null`
-    /// is empty. (Through a `serde_json::Value`, not a raw value, so that it
-    /// also works inside internally tagged enums.)
+    /// Deserializes bytes written by [`serialize`]: `null` is empty, a
+    /// `{"base64": …}` marker its decoded bytes, any other value its JSON
+    /// text as written.
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
-        let value = serde_json::Value::deserialize(deserializer)?;
-        Ok(if value.is_null() { Vec::new() } else { value.to_string().into_bytes() })
+        let Some(raw) = Option::<Box<RawValue>>::deserialize(deserializer)? else { return Ok(Vec::new()) };
+        match marker(&raw) {
+            Some(text) => STANDARD.decode(text).map_err(|e| D::Error::custom(format!("`base64` bytes: {e}"))),
+            None => Ok(raw.get().as_bytes().to_vec()),
+        }
     }
 }
 
@@ -175,5 +213,82 @@ impl std::fmt::Display for Fault {
             write!(f, ": {}", self.body_value())?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::outcome::Outcome;
+
+    /// `bytes` through an outcome and a fault, to JSON text and back.
+    fn round_trip(bytes: &[u8]) -> (String, Vec<u8>, Vec<u8>) {
+        let outcome = Outcome::Completed { output: bytes.to_vec() };
+        let text = serde_json::to_string(&outcome).unwrap();
+        let Outcome::Completed { output } = serde_json::from_str(&text).unwrap() else { panic!("{text}") };
+        let fault = Outcome::Failed {
+            topic: "t".into(),
+            attempts: 1,
+            last_fault: Fault::new("c", bytes),
+            diagnostic: "d".into(),
+            plugin_version: None,
+        };
+        let Outcome::Failed { last_fault, .. } = serde_json::from_str(&serde_json::to_string(&fault).unwrap()).unwrap()
+        else {
+            panic!()
+        };
+        (text, output, last_fault.body)
+    }
+
+    #[test]
+    fn json_is_shown_as_itself_byte_for_byte() {
+        for json in [&br#"{"b": 2,  "a": [1, 2.50]}"#[..], b"\"text\"", b"42", b"[]", br#"{"base64":"x","n":1}"#] {
+            let (text, output, body) = round_trip(json);
+            assert!(text.contains(std::str::from_utf8(json).unwrap()), "{text}");
+            assert_eq!((output.as_slice(), body.as_slice()), (json, json));
+        }
+    }
+
+    #[test]
+    fn other_bytes_are_shown_as_base64_and_read_back_exactly() {
+        let cases: [(&[u8], &str); 6] = [
+            (b"\xff\x00binary", "/wBiaW5hcnk="),
+            (b"not json", "bm90IGpzb24="),
+            (b"null", "bnVsbA=="),
+            (b" 1", "IDE="),
+            (b"{\"a\":1}\n", "eyJhIjoxfQo="),
+            (br#"{"base64":"aGk="}"#, "eyJiYXNlNjQiOiJhR2s9In0="),
+        ];
+        for (bytes, base64) in cases {
+            assert_eq!(body_value(bytes), json!({ "base64": base64 }));
+            let (_, output, body) = round_trip(bytes);
+            assert_eq!((output.as_slice(), body.as_slice()), (bytes, bytes));
+        }
+        assert_eq!(body_value(b""), serde_json::Value::Null);
+        assert_eq!(round_trip(b"").1, b"");
+    }
+
+    #[test]
+    fn a_marker_that_is_not_base64_is_refused() {
+        let error = serde_json::from_str::<Outcome>(r#"{"kind":"completed","output":{"base64":"%%"}}"#).unwrap_err();
+        assert!(error.to_string().contains("base64"), "{error}");
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_read_back_exactly(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let (_, output, body) = round_trip(&bytes);
+            prop_assert_eq!(&output, &bytes);
+            prop_assert_eq!(&body, &bytes);
+        }
+
+        #[test]
+        fn any_json_text_reads_back_exactly(value in "[ \\[\\]{}\",:0-9a-z.]{0,40}") {
+            let (_, output, _) = round_trip(value.as_bytes());
+            prop_assert_eq!(output, value.into_bytes());
+        }
     }
 }

@@ -11,7 +11,10 @@ use crate::fault::Fault;
 use crate::job::JobId;
 
 /// How a job ended, for good.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Serialized internally tagged (`{"kind": "completed", "output": …}`);
+/// the output as [`json_bytes`](crate::fault::json_bytes) says, byte-exact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Outcome {
     /// The operation returned output.
@@ -61,6 +64,57 @@ impl Outcome {
             Outcome::Failed { .. } => "failed",
             Outcome::Cancelled => "cancelled",
         }
+    }
+}
+
+// By hand, through one plain struct: serde's derive of an internally tagged
+// enum buffers the fields, and the byte-exact output is read as raw JSON text,
+// which only serde_json's own deserializer gives.
+impl<'de> Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+
+        #[derive(Deserialize)]
+        struct Fields {
+            kind: String,
+            #[serde(default, with = "crate::fault::json_bytes")]
+            output: Vec<u8>,
+            code: Option<String>,
+            message: Option<String>,
+            value: Option<String>,
+            topic: Option<String>,
+            attempts: Option<u32>,
+            last_fault: Option<Fault>,
+            diagnostic: Option<String>,
+            plugin_version: Option<String>,
+        }
+
+        fn field<T, E: Error>(value: Option<T>, name: &'static str) -> Result<T, E> {
+            value.ok_or_else(|| E::missing_field(name))
+        }
+
+        let f = Fields::deserialize(deserializer)?;
+        Ok(match f.kind.as_str() {
+            "completed" => Outcome::Completed { output: f.output },
+            "business-error" => {
+                Outcome::BusinessError { code: field(f.code, "code")?, message: field(f.message, "message")? }
+            }
+            "business-status" => Outcome::BusinessStatus { value: field(f.value, "value")? },
+            "failed" => Outcome::Failed {
+                topic: field(f.topic, "topic")?,
+                attempts: field(f.attempts, "attempts")?,
+                last_fault: field(f.last_fault, "last_fault")?,
+                diagnostic: field(f.diagnostic, "diagnostic")?,
+                plugin_version: f.plugin_version,
+            },
+            "cancelled" => Outcome::Cancelled,
+            other => {
+                return Err(D::Error::unknown_variant(
+                    other,
+                    &["completed", "business-error", "business-status", "failed", "cancelled"],
+                ));
+            }
+        })
     }
 }
 

@@ -83,6 +83,13 @@ enum Command {
     Rollback(RollbackArgs),
     /// Print terminal outcomes after a cursor (long-polls for new ones).
     Outcomes(OutcomesArgs),
+    /// List topics: current plugin version, live jobs, paused or not.
+    Topics(RemoteArgs),
+    /// Pause a topic on every process sharing the store: its jobs are not
+    /// fetched (enqueues still land; running jobs finish).
+    Pause(TopicArgs),
+    /// Resume a paused topic.
+    Resume(TopicArgs),
     /// Create a working operation project (Rust, Python, JavaScript or C)
     /// from a template: `./build.sh`, then `husk run <name>.wasm`.
     New(NewArgs),
@@ -179,6 +186,14 @@ struct DeployArgs {
 struct PluginsArgs {
     /// Only this topic.
     topic: Option<String>,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+struct TopicArgs {
+    /// The topic.
+    topic: String,
     #[command(flatten)]
     remote: RemoteArgs,
 }
@@ -398,6 +413,9 @@ impl Cli {
             Command::Plugins(args) => remote::plugins(&args),
             Command::Rollback(args) => remote::rollback(&args),
             Command::Outcomes(args) => remote::outcomes(&args),
+            Command::Topics(args) => remote::topics(&args),
+            Command::Pause(args) => remote::set_paused(&args, true),
+            Command::Resume(args) => remote::set_paused(&args, false),
             Command::Sdk(args) => sdk::run(args),
             Command::New(args) => {
                 let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));

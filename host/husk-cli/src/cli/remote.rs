@@ -7,7 +7,8 @@ use anyhow::Context;
 use serde_json::Value;
 
 use super::{
-    DeployArgs, EnqueueArgs, IdArgs, JobsArgs, OutcomesArgs, PluginsArgs, RemoteArgs, RollbackArgs, read_input,
+    DeployArgs, EnqueueArgs, IdArgs, JobsArgs, OutcomesArgs, PluginsArgs, RemoteArgs, RollbackArgs, TopicArgs,
+    read_input,
 };
 
 /// Prints `value` as JSON when asked, else `human(value)`.
@@ -196,6 +197,43 @@ pub(super) fn rollback(args: &RollbackArgs) -> anyhow::Result<ExitCode> {
     let value = args.remote.client().post(&path, Some((&body, "application/json")), &[])?;
     print(&args.remote, &value, |v| {
         format!("topic {}: rolled back; version {} is current\n", args.topic, short(&v["version"]))
+    })
+}
+
+pub(super) fn topics(args: &RemoteArgs) -> anyhow::Result<ExitCode> {
+    let value = args.client().get("/v1/topics")?;
+    print(args, &value, |v| {
+        let rows: Vec<Vec<String>> = v["topics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let depth = &t["depth"];
+                vec![
+                    text(&t["topic"]),
+                    short(&t["version"]),
+                    depth["queued"].to_string(),
+                    depth["gated"].to_string(),
+                    depth["running"].to_string(),
+                    if t["paused"] == Value::Bool(true) { "paused" } else { "running" }.to_owned(),
+                ]
+            })
+            .collect();
+        table(&["TOPIC", "VERSION", "QUEUED", "GATED", "RUNNING", "STATE"], &rows)
+    })
+}
+
+pub(super) fn set_paused(args: &TopicArgs, paused: bool) -> anyhow::Result<ExitCode> {
+    let path = format!("/v1/topics/{}/{}", args.topic, if paused { "pause" } else { "resume" });
+    let value = args.remote.client().post(&path, None, &[])?;
+    print(&args.remote, &value, |v| {
+        let state = match (paused, v["changed"] == Value::Bool(true)) {
+            (true, true) => "paused",
+            (true, false) => "already paused",
+            (false, true) => "resumed",
+            (false, false) => "was not paused",
+        };
+        format!("topic {}: {state}\n", args.topic)
     })
 }
 

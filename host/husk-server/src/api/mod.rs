@@ -87,6 +87,8 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/topics", get(plugins::topics))
         .route("/topics/{topic}/plugins", get(plugins::versions).post(plugins::deploy))
         .route("/topics/{topic}/rollback", post(plugins::rollback))
+        .route("/topics/{topic}/pause", post(plugins::pause))
+        .route("/topics/{topic}/resume", post(plugins::resume))
         .route("/jobs", get(jobs::list))
         .route("/jobs/{id}", get(jobs::get))
         .route("/jobs/{id}/cancel", post(jobs::cancel))

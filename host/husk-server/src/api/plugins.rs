@@ -1,5 +1,6 @@
 //! Plugin versions: deploy (the component's bytes as the body), list, roll
-//! back; and the tenant's topics with their current version.
+//! back; the tenant's topics with their current version; pausing and
+//! resuming a topic.
 
 use std::sync::Arc;
 
@@ -70,9 +71,12 @@ pub(super) async fn rollback(
     Ok(Json(api.host.rollback(&topic, body.version.as_deref())?))
 }
 
-/// `GET /v1/topics`: the tenant's topics, each with its current version and
-/// live job counts (from the last published snapshot).
-pub(super) async fn topics(State(api): State<Arc<Api>>, caller: Caller) -> Json<Value> {
+/// `GET /v1/topics`: the tenant's topics, each with its current version,
+/// live job counts (from the last published snapshot) and whether it is
+/// paused (from the store).
+pub(super) async fn topics(State(api): State<Arc<Api>>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let host = api.host.clone();
+    let paused = blocking(move || Ok(host.paused()?)).await?;
     let snapshot = api.host.snapshot();
     let topics: Vec<Value> = api
         .topics_of(&caller.tenant)
@@ -80,8 +84,35 @@ pub(super) async fn topics(State(api): State<Arc<Api>>, caller: Caller) -> Json<
         .map(|topic| {
             let current = api.host.current_version(&topic);
             let depth = snapshot.depths.get(&topic).copied().unwrap_or_default();
-            json!({ "topic": topic, "version": current.map(|v| v.version), "depth": depth })
+            let paused = paused.contains(&topic);
+            json!({ "topic": topic, "version": current.map(|v| v.version), "depth": depth, "paused": paused })
         })
         .collect();
-    Json(json!({ "topics": topics }))
+    Ok(Json(json!({ "topics": topics })))
+}
+
+/// `POST /v1/topics/{topic}/pause`: stops fetching the topic's jobs on
+/// every process sharing the store; enqueues still land, running jobs
+/// finish. `changed` is false when it was paused already.
+pub(super) async fn pause(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(topic): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    set_paused(api, caller, topic, true).await
+}
+
+/// `POST /v1/topics/{topic}/resume`: fetches the topic's jobs again.
+pub(super) async fn resume(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(topic): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    set_paused(api, caller, topic, false).await
+}
+
+async fn set_paused(api: Arc<Api>, caller: Caller, topic: String, paused: bool) -> Result<Json<Value>, ApiError> {
+    api.own_topic(&caller.tenant, &topic)?;
+    let (changed, topic) = blocking(move || Ok((api.host.set_paused(&topic, paused)?, topic))).await?;
+    Ok(Json(json!({ "topic": topic, "paused": paused, "changed": changed })))
 }

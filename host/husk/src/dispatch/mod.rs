@@ -375,6 +375,22 @@ impl Dispatcher {
         Ok(result)
     }
 
+    /// Pauses (`paused: true`) or resumes fetching of `topic` in every
+    /// process sharing the store ([`JobStore::set_paused`]); a resume wakes
+    /// this process's fetchers (the store wakes the others'). Returns
+    /// whether the topic's state changed.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails or has no pauses.
+    pub fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
+        let changed = self.store.set_paused(topic, paused)?;
+        if changed && !paused {
+            self.notifier.notify();
+        }
+        Ok(changed)
+    }
+
     /// Registers `job` as running and returns its cancel token (already
     /// cancelled if a cancel raced ahead of the registration), so
     /// [`Dispatcher::cancel`] can interrupt it. Keep the guard until the

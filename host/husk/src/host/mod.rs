@@ -321,6 +321,31 @@ impl Host {
         self.dispatcher.cancel(id)
     }
 
+    /// Pauses (`paused: true`) or resumes a topic, for every process
+    /// sharing the store: a paused topic's jobs are not fetched, enqueues
+    /// still land (see [`JobStore::set_paused`]). Returns whether its state
+    /// changed.
+    ///
+    /// # Errors
+    ///
+    /// [`EnqueueError::UnknownTopic`] for a topic this host does not run;
+    /// [`EnqueueError::Store`] when the store fails or has no pauses.
+    pub fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, EnqueueError> {
+        if !self.topics().any(|t| t.name() == topic) {
+            return Err(EnqueueError::UnknownTopic(topic.to_owned()));
+        }
+        Ok(self.dispatcher.set_paused(topic, paused)?)
+    }
+
+    /// The paused topics, read from the store.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn paused(&self) -> Result<Vec<String>, StoreError> {
+        self.dispatcher.store().paused()
+    }
+
     /// The last published snapshot (refreshed every second while workers run: it counts
     /// the store's live jobs, which costs a scan of them).
     pub fn snapshot(&self) -> Arc<Snapshot> {

@@ -59,6 +59,8 @@ struct Inner {
     /// Idempotency keys and the job that took each; never pruned (see the
     /// module docs).
     keys: HashMap<String, JobId>,
+    /// Paused topics: not fetched.
+    paused: BTreeSet<String>,
 }
 
 #[derive(Debug)]
@@ -377,6 +379,10 @@ impl JobStore for MemoryStore {
                 if fetched.jobs.len() >= request.max {
                     break 'topics;
                 }
+                if inner.paused.contains(topic) {
+                    exhausted_topics += 1;
+                    continue;
+                }
                 let next = loop {
                     let Some(id) = inner.ready.get_mut(topic.as_str()).and_then(VecDeque::pop_front) else {
                         break None;
@@ -535,6 +541,15 @@ impl JobStore for MemoryStore {
         let inner = self.lock();
         let start = inner.log.partition_point(|o| o.seq <= after);
         Ok(inner.log.iter().skip(start).take(limit).cloned().collect())
+    }
+
+    fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        Ok(if paused { inner.paused.insert(topic.to_owned()) } else { inner.paused.remove(topic) })
+    }
+
+    fn paused(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self.lock().paused.iter().cloned().collect())
     }
 
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {

@@ -515,6 +515,30 @@ pub trait JobStore: Send + Sync + 'static {
     /// [`StoreError`] when the store fails.
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError>;
 
+    /// Pauses (`paused: true`) or resumes fetching of `topic`, for every
+    /// process sharing the store: a paused topic's jobs are not fetched
+    /// (enqueues still land, running jobs finish, expired locks are still
+    /// reclaimed); a resume wakes waiting fetchers. Returns whether the
+    /// topic's state changed. Stores without pauses refuse
+    /// ([`StoreError::Failed`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails or has no pauses.
+    fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
+        let _ = (topic, paused);
+        Err(StoreError::Failed { store: "this store".into(), message: "pausing topics is not supported".into() })
+    }
+
+    /// The paused topics, sorted.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn paused(&self) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// Registers the receiver of events from other processes sharing this
     /// store. Stores only one process uses ignore it.
     fn subscribe(&self, events: std::sync::Weak<dyn StoreEvents>) {

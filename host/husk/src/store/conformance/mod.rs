@@ -197,6 +197,8 @@ macro_rules! store_conformance {
             store::release_requeues_on_the_same_attempt_unless_a_cancel_was_asked,
             store::an_idempotency_key_enqueues_one_job_even_after_it_ended,
             store::distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once,
+            store::outputs_and_fault_bodies_are_kept_byte_exact,
+            store::a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed,
         }
     };
     ($backend:expr) => {

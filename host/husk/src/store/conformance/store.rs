@@ -3,6 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::fault::Fault;
 use crate::outcome::Outcome;
 use crate::retry::RetryPolicySpec;
 use crate::store::{
@@ -152,4 +153,81 @@ pub fn distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_onc
 
 fn ids_of_records(store: &dyn JobStore) -> Vec<JobId> {
     store.list(&ListFilter::default()).unwrap().iter().map(|r| r.id).collect()
+}
+
+/// Conformance check: outputs and fault bodies are kept byte for byte: JSON
+/// with its whitespace and key order, bytes that are not UTF-8 or not JSON,
+/// the four bytes `null`, nothing at all.
+pub fn outputs_and_fault_bodies_are_kept_byte_exact(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let cases: [&[u8]; 6] = [
+        b"{ \"b\": 1,\n  \"a\": [2.50] }",
+        b"\xff\xfe\x00 not utf-8",
+        b"null",
+        b"",
+        b"plain text",
+        br#"{"base64":"aGk="}"#,
+    ];
+    let mut ids = Vec::new();
+    for bytes in cases {
+        ids.push(run_to_end(store, "t", Outcome::Completed { output: bytes.to_vec() }));
+        let fault = Fault::new("f", bytes);
+        let failed = Outcome::Failed {
+            topic: "t".into(),
+            attempts: 1,
+            last_fault: fault,
+            diagnostic: "d".into(),
+            plugin_version: None,
+        };
+        ids.push(run_to_end(store, "t", failed));
+    }
+    let logged = store.outcomes_after(0, 100).unwrap();
+    assert_eq!(logged.len(), ids.len());
+    for (i, id) in ids.into_iter().enumerate() {
+        let expected = cases[i / 2];
+        let outcome = store.get(id).unwrap().unwrap().outcome.unwrap().outcome;
+        for outcome in [outcome, logged[i].outcome.clone()] {
+            match outcome {
+                Outcome::Completed { output } => assert_eq!(output, expected, "output of job {id}"),
+                Outcome::Failed { last_fault, .. } => assert_eq!(last_fault.body, expected, "fault body of job {id}"),
+                other => panic!("job {id}: {other:?}"),
+            }
+        }
+    }
+}
+
+/// Conformance check: a paused topic is not fetched — neither its queued
+/// jobs nor its gated ones once their gate passes — while enqueues still
+/// land, a running job still reports, and other topics run; a resume makes
+/// them fetchable again.
+pub fn a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let running = store.enqueue(vec![job("p")], now()).unwrap()[0].id;
+    let held = fetch_all(store, "p");
+    assert_eq!(held.len(), 1);
+
+    assert!(store.set_paused("p", true).unwrap());
+    assert!(!store.set_paused("p", true).unwrap(), "already paused");
+    assert_eq!(store.paused().unwrap(), vec!["p".to_owned()]);
+    let gated = NewJob { not_before: Some(now() + Duration::from_secs(1)), ..job("p") };
+    let queued = ids_of(store.enqueue(vec![job("p"), gated, job("q")], now()).unwrap());
+    let topics = ["p".to_owned(), "q".to_owned()];
+    let later = now() + Duration::from_secs(2);
+    let request = FetchRequest { worker: "w", topics: &topics, max: 10, lock_duration: Duration::from_secs(30) };
+    let fetched = store.fetch_and_lock(request, later).unwrap().jobs;
+    assert_eq!(fetched.iter().map(LockedJob::id).collect::<Vec<_>>(), vec![queued[2]], "only the other topic's job");
+    let report = vec![(held[0].lock, Report::Completed { output: b"1".to_vec(), plugin_version: None })];
+    assert!(matches!(store.report(report, later).unwrap()[0], Reported::Ended(_)), "a running job still ends");
+    assert_eq!(store.get(running).unwrap().unwrap().state, JobState::Terminal);
+    let depths: std::collections::HashMap<_, _> = store.depths().unwrap().into_iter().collect();
+    assert_eq!(depths["p"].live(), 2, "the paused topic's jobs are kept");
+
+    assert!(store.set_paused("p", false).unwrap());
+    assert!(!store.set_paused("p", false).unwrap(), "already running");
+    assert!(store.paused().unwrap().is_empty());
+    let mut resumed = store.fetch_and_lock(request, later).unwrap().jobs.iter().map(LockedJob::id).collect::<Vec<_>>();
+    resumed.sort();
+    assert_eq!(resumed, queued[..2]);
 }
