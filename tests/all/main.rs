@@ -34,3 +34,4 @@ mod support_sink;
 mod swap;
 mod timeout;
 mod trust;
+mod versions;

@@ -63,9 +63,28 @@ CREATE FUNCTION husk_append(history TEXT, more TEXT) RETURNS TEXT LANGUAGE sql I
                 ELSE left(history, -1) || ',' || substr(more, 2) END
 $$;
 "#,
-    // 3: paused topics.
+    // 3: paused topics, and plugin versions: each topic's current one (and
+    // the config file's, when last recorded) and the kept components. `seq`
+    // orders a topic's versions by when they were last made current; the
+    // topic's row is locked by every change, so they are serialized.
     r#"
 CREATE TABLE husk_paused (topic TEXT PRIMARY KEY);
+CREATE TABLE husk_topic_versions (
+    topic   TEXT   PRIMARY KEY,
+    current TEXT   NOT NULL,
+    config  TEXT,
+    seq     BIGINT NOT NULL
+);
+CREATE TABLE husk_plugin_versions (
+    topic       TEXT   NOT NULL,
+    digest      TEXT   NOT NULL,
+    component   BYTEA  NOT NULL,
+    origin      TEXT   NOT NULL,
+    deployed_by TEXT,
+    deployed_at BIGINT NOT NULL,
+    seq         BIGINT NOT NULL,
+    PRIMARY KEY (topic, digest)
+);
 "#,
 ];
 

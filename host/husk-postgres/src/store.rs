@@ -6,14 +6,17 @@ use std::sync::Weak;
 use std::time::{Duration, SystemTime};
 
 use husk::outcome::{Outcome, TerminalOutcome};
-use husk::store::sql::{Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, millis, time, to_json};
+use husk::store::sql::{
+    Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, millis, stored_version, time, to_json,
+};
 use husk::store::{
     CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock,
-    LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError, StoreEvents,
+    LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError, StoreEvents, StoredVersion, TopicVersion,
 };
 
 use crate::PostgresStore;
 use crate::listener::Listener;
+use crate::pool::PgError;
 use crate::rows::{
     Arm, Ending, arm_all, claim, end_all, get_record, live_row, members_but_attempt, notify, outcome_row, record_of,
     select_live, select_outcomes, take_keys,
@@ -429,6 +432,97 @@ impl JobStore for PostgresStore {
     fn paused(&self) -> Result<Vec<String>, StoreError> {
         self.run("paused topics", |tx| {
             Ok(tx.query("SELECT topic FROM husk_paused ORDER BY topic", &[])?.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
+    fn put_version(
+        &self,
+        topic: &str,
+        version: &StoredVersion,
+        component: &[u8],
+        config: bool,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        self.run("deploy a plugin version", |tx| {
+            let seq: i64 = tx
+                .query_one(
+                    "INSERT INTO husk_topic_versions (topic, current, config, seq)
+                     VALUES ($1, $2, CASE WHEN $3 THEN $2 END, 1)
+                     ON CONFLICT (topic) DO UPDATE SET current = excluded.current,
+                         config = coalesce(excluded.config, husk_topic_versions.config),
+                         seq = husk_topic_versions.seq + 1
+                     RETURNING seq",
+                    &[&topic, &version.digest, &config],
+                )?
+                .get(0);
+            let stamp = &version.stamp;
+            tx.execute(
+                "INSERT INTO husk_plugin_versions (topic, digest, component, origin, deployed_by, deployed_at, seq)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (topic, digest) DO UPDATE SET origin = excluded.origin,
+                     deployed_by = excluded.deployed_by, deployed_at = excluded.deployed_at, seq = excluded.seq",
+                &[&topic, &version.digest, &component, &stamp.origin.as_str(), &stamp.by, &millis(stamp.at), &seq],
+            )?;
+            tx.execute(
+                "DELETE FROM husk_plugin_versions WHERE topic = $1 AND seq < (
+                     SELECT min(seq) FROM (SELECT seq FROM husk_plugin_versions WHERE topic = $1
+                                           ORDER BY seq DESC LIMIT $2) k)",
+                &[&topic, &(keep.max(1) as i64)],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn set_current_version(&self, topic: &str, version: &StoredVersion) -> Result<bool, StoreError> {
+        self.run("roll back a plugin version", |tx| {
+            let stamp = &version.stamp;
+            let seq = tx.query_opt("SELECT seq + 1 FROM husk_topic_versions WHERE topic = $1 FOR UPDATE", &[&topic])?;
+            let Some(seq) = seq.map(|r| r.get::<_, i64>(0)) else { return Ok(false) };
+            let updated = tx.execute(
+                "UPDATE husk_plugin_versions SET origin = $3, deployed_by = $4, deployed_at = $5, seq = $6
+                 WHERE topic = $1 AND digest = $2",
+                &[&topic, &version.digest, &stamp.origin.as_str(), &stamp.by, &millis(stamp.at), &seq],
+            )?;
+            if updated == 1 {
+                tx.execute(
+                    "UPDATE husk_topic_versions SET current = $2, seq = $3 WHERE topic = $1",
+                    &[&topic, &version.digest, &seq],
+                )?;
+            }
+            Ok(updated == 1)
+        })
+    }
+
+    fn current_versions(&self) -> Result<Vec<TopicVersion>, StoreError> {
+        self.run("current plugin versions", |tx| {
+            let rows = tx.query("SELECT topic, current, config FROM husk_topic_versions ORDER BY topic", &[])?;
+            Ok(rows.iter().map(|r| TopicVersion { topic: r.get(0), current: r.get(1), config: r.get(2) }).collect())
+        })
+    }
+
+    fn kept_versions(&self, topic: &str) -> Result<Vec<StoredVersion>, StoreError> {
+        self.run("plugin versions", |tx| {
+            let rows = tx.query(
+                "SELECT digest, origin, deployed_by, deployed_at FROM husk_plugin_versions WHERE topic = $1
+                 ORDER BY seq DESC",
+                &[&topic],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    stored_version(r.get(0), r.get::<_, &str>(1), r.get(2), r.get(3))
+                        .map_err(|e| PgError::Json(serde::de::Error::custom(e)))
+                })
+                .collect()
+        })
+    }
+
+    fn version_component(&self, topic: &str, digest: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.run("plugin component", |tx| {
+            let row = tx.query_opt(
+                "SELECT component FROM husk_plugin_versions WHERE topic = $1 AND digest = $2",
+                &[&topic, &digest],
+            )?;
+            Ok(row.map(|r| r.get(0)))
         })
     }
 

@@ -54,6 +54,10 @@ pub struct Config {
     /// How long a shutdown lets running jobs finish (default `10s`).
     #[serde(default, with = "humantime_serde")]
     pub shutdown_grace: Option<Duration>,
+    /// Plugin versions the store keeps per topic, for rollbacks (default
+    /// 16, at least 1).
+    #[serde(default)]
+    pub kept_versions: Option<usize>,
     /// The compile cache directory (default: as `husk run`).
     #[serde(default)]
     pub cache_dir: Option<PathBuf>,

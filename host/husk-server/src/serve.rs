@@ -120,6 +120,9 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
     if let Some(retry) = config.retry {
         builder = builder.default_retry(retry);
     }
+    if let Some(keep) = config.kept_versions {
+        builder = builder.kept_versions(keep);
+    }
     for (name, tenant) in &config.tenants {
         builder = builder.quota(
             name,

@@ -26,11 +26,12 @@ use migrations::MIGRATIONS;
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
     Expired, GATED, LIVE_COLUMNS, LiveRow, OUTCOME_COLUMNS, QUEUED, RUNNING, SCHEMA_VERSION, armed_state, depths_of,
-    history_of, millis, record_of_outcome, time, to_json,
+    history_of, millis, record_of_outcome, stored_version, time, to_json,
 };
 use husk::store::{
     AttemptRecord, CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
-    ListFilter, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError,
+    ListFilter, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError, StoredVersion,
+    TopicVersion,
 };
 
 /// How hard a commit tries to reach the disk.
@@ -577,6 +578,92 @@ impl JobStore for SqliteStore {
         conn.prepare_cached("SELECT topic FROM paused ORDER BY topic")
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(self.err("paused topics"))
+    }
+
+    fn put_version(
+        &self,
+        topic: &str,
+        version: &StoredVersion,
+        component: &[u8],
+        config: bool,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let seq: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO topic_versions (topic, current, config, seq)
+                     VALUES (?1, ?2, CASE WHEN ?3 THEN ?2 END, 1)
+                     ON CONFLICT (topic) DO UPDATE SET current = excluded.current,
+                         config = coalesce(excluded.config, topic_versions.config), seq = topic_versions.seq + 1
+                     RETURNING seq",
+                )?
+                .query_row(params![topic, version.digest, config], |r| r.get(0))?;
+            let stamp = &version.stamp;
+            tx.prepare_cached(
+                "INSERT INTO plugin_versions (topic, digest, component, origin, deployed_by, deployed_at, seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (topic, digest) DO UPDATE SET origin = excluded.origin,
+                     deployed_by = excluded.deployed_by, deployed_at = excluded.deployed_at, seq = excluded.seq",
+            )?
+            .execute(params![topic, version.digest, component, stamp.origin.as_str(), stamp.by, millis(stamp.at), seq])?;
+            tx.prepare_cached(
+                "DELETE FROM plugin_versions WHERE topic = ?1 AND seq < (
+                     SELECT min(seq) FROM (SELECT seq FROM plugin_versions WHERE topic = ?1 ORDER BY seq DESC LIMIT ?2))",
+            )?
+            .execute(params![topic, keep.max(1) as i64])?;
+            Ok(())
+        })
+    }
+
+    fn set_current_version(&self, topic: &str, version: &StoredVersion) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let stamp = &version.stamp;
+            let updated = tx
+                .prepare_cached(
+                    "UPDATE plugin_versions SET origin = ?3, deployed_by = ?4, deployed_at = ?5,
+                         seq = (SELECT seq + 1 FROM topic_versions WHERE topic = ?1)
+                     WHERE topic = ?1 AND digest = ?2",
+                )?
+                .execute(params![topic, version.digest, stamp.origin.as_str(), stamp.by, millis(stamp.at)])?;
+            if updated == 1 {
+                tx.prepare_cached("UPDATE topic_versions SET current = ?2, seq = seq + 1 WHERE topic = ?1")?
+                    .execute(params![topic, version.digest])?;
+            }
+            Ok(updated == 1)
+        })
+    }
+
+    fn current_versions(&self) -> Result<Vec<TopicVersion>, StoreError> {
+        let conn = self.conn();
+        conn.prepare_cached("SELECT topic, current, config FROM topic_versions ORDER BY topic")
+            .and_then(|mut s| {
+                s.query_map([], |r| Ok(TopicVersion { topic: r.get(0)?, current: r.get(1)?, config: r.get(2)? }))?
+                    .collect()
+            })
+            .map_err(self.err("current plugin versions"))
+    }
+
+    fn kept_versions(&self, topic: &str) -> Result<Vec<StoredVersion>, StoreError> {
+        let conn = self.conn();
+        conn.prepare_cached(
+            "SELECT digest, origin, deployed_by, deployed_at FROM plugin_versions WHERE topic = ?1 ORDER BY seq DESC",
+        )
+        .and_then(|mut s| {
+            s.query_map([topic], |r| {
+                let origin: String = r.get(1)?;
+                stored_version(r.get(0)?, &origin, r.get(2)?, r.get(3)?)
+                    .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, e.into()))
+            })?
+            .collect()
+        })
+        .map_err(self.err("plugin versions"))
+    }
+
+    fn version_component(&self, topic: &str, digest: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let conn = self.conn();
+        conn.prepare_cached("SELECT component FROM plugin_versions WHERE topic = ?1 AND digest = ?2")
+            .and_then(|mut s| s.query_row([topic, digest], |r| r.get(0)).optional())
+            .map_err(self.err("plugin component"))
     }
 }
 

@@ -51,8 +51,26 @@ ALTER TABLE jobs ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE outcomes ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
 CREATE TABLE keys (key TEXT PRIMARY KEY, job_id INTEGER NOT NULL) WITHOUT ROWID;
 "#,
-    // 3: paused topics.
+    // 3: paused topics, and plugin versions: each topic's current one (and
+    // the config file's, when last recorded) and the kept components. `seq`
+    // orders a topic's versions by when they were last made current.
     r#"
 CREATE TABLE paused (topic TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE topic_versions (
+    topic   TEXT    PRIMARY KEY,
+    current TEXT    NOT NULL,
+    config  TEXT,
+    seq     INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE plugin_versions (
+    topic       TEXT    NOT NULL,
+    digest      TEXT    NOT NULL,
+    component   BLOB    NOT NULL,
+    origin      TEXT    NOT NULL,
+    deployed_by TEXT,
+    deployed_at INTEGER NOT NULL,
+    seq         INTEGER NOT NULL,
+    PRIMARY KEY (topic, digest)
+);
 "#,
 ];

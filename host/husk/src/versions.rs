@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plugin::Plugin;
 
@@ -13,7 +13,7 @@ use crate::plugin::Plugin;
 pub const KEPT_VERSIONS: usize = 16;
 
 /// Where a version came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Origin {
     /// The config file, at start.
@@ -24,6 +24,23 @@ pub enum Origin {
     Watch,
     /// A rollback made it current again.
     Rollback,
+}
+
+impl Origin {
+    /// Its name: `config`, `deploy`, `watch` or `rollback`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Config => "config",
+            Origin::Deploy => "deploy",
+            Origin::Watch => "watch",
+            Origin::Rollback => "rollback",
+        }
+    }
+
+    /// The origin named `name` (see [`Origin::as_str`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Origin::Config, Origin::Deploy, Origin::Watch, Origin::Rollback].into_iter().find(|o| o.as_str() == name)
+    }
 }
 
 /// One version as the API lists it.
@@ -37,6 +54,10 @@ pub struct VersionInfo {
     pub deployed_at: SystemTime,
     /// How it last became current.
     pub origin: Origin,
+    /// Who made it current: the tenant of an API deploy or rollback;
+    /// absent for the config file and `--watch`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployed_by: Option<String>,
     /// Whether new fetches run on it.
     pub current: bool,
 }
@@ -44,16 +65,27 @@ pub struct VersionInfo {
 #[derive(Debug)]
 struct Entry {
     plugin: Plugin,
-    deployed_at: SystemTime,
-    origin: Origin,
+    stamp: Stamp,
+}
+
+/// How and when a version became current, and by whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    /// How.
+    pub origin: Origin,
+    /// By whom (a tenant), if anyone in particular.
+    pub by: Option<String>,
+    /// When.
+    pub at: SystemTime,
 }
 
 impl Entry {
     fn info(&self, current: bool) -> VersionInfo {
         VersionInfo {
             version: self.plugin.digest().to_owned(),
-            deployed_at: self.deployed_at,
-            origin: self.origin,
+            deployed_at: self.stamp.at,
+            origin: self.stamp.origin,
+            deployed_by: self.stamp.by.clone(),
             current,
         }
     }
@@ -70,7 +102,13 @@ pub struct VersionLog {
 impl VersionLog {
     /// A log whose current version is `plugin`, from the config.
     pub fn new(plugin: Plugin, now: SystemTime) -> Self {
-        Self { entries: vec![Entry { plugin, deployed_at: now, origin: Origin::Config }] }
+        Self::starting(plugin, Stamp { origin: Origin::Config, by: None, at: now })
+    }
+
+    /// A log whose current version is `plugin`, made current as `stamp`
+    /// says (say, a version deployed before a restart).
+    pub fn starting(plugin: Plugin, stamp: Stamp) -> Self {
+        Self { entries: vec![Entry { plugin, stamp }] }
     }
 
     /// The current version.
@@ -85,10 +123,10 @@ impl VersionLog {
 
     /// Makes `plugin` current. Deploying a version already loaded moves it
     /// to the front; past [`KEPT_VERSIONS`] the oldest is dropped.
-    pub fn push(&mut self, plugin: Plugin, origin: Origin, now: SystemTime) {
+    pub fn push(&mut self, plugin: Plugin, stamp: Stamp) {
         // The same version again: moved to the front, not kept twice.
         self.entries.retain(|e| e.plugin.digest() != plugin.digest());
-        self.entries.push(Entry { plugin, deployed_at: now, origin });
+        self.entries.push(Entry { plugin, stamp });
         if self.entries.len() > KEPT_VERSIONS {
             self.entries.remove(0);
         }

@@ -111,6 +111,7 @@ impl From<DeployError> for ApiError {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-plugin", message)
             }
             DeployError::NoRollback { .. } => Self::new(StatusCode::CONFLICT, "no-rollback", message),
+            DeployError::Store(error) => error.into(),
             _ => Self::internal(message),
         }
     }

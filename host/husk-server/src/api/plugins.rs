@@ -29,18 +29,19 @@ pub(super) async fn deploy(
     let bytes = read_body(body, api.limits.plugin).await?;
     api.own_topic(&caller.tenant, &topic)?;
     let source = PluginSource::Bytes { bytes, name: format!("the component deployed to `{topic}`") };
-    let info = blocking(move || Ok(api.host.deploy(&topic, &source, Origin::Deploy)?)).await?;
+    let by = caller.tenant;
+    let info = blocking(move || Ok(api.host.deploy_by(&topic, &source, Origin::Deploy, Some(&by))?)).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
-/// `GET /v1/topics/{topic}/plugins`: the loaded versions, newest first.
+/// `GET /v1/topics/{topic}/plugins`: the kept versions, newest first.
 pub(super) async fn versions(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(topic): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     api.own_topic(&caller.tenant, &topic)?;
-    let versions = api.host.versions(&topic)?;
+    let (versions, topic) = blocking(move || Ok((api.host.versions(&topic)?, topic))).await?;
     Ok(Json(json!({ "topic": topic, "versions": versions })))
 }
 
@@ -54,7 +55,8 @@ pub(super) struct RollbackBody {
 }
 
 /// `POST /v1/topics/{topic}/rollback`: makes the previous version (or the
-/// one named in the body) current again.
+/// one named in the body) current again. (Off the async threads: it may
+/// read the store and compile a version this process never loaded.)
 pub(super) async fn rollback(
     State(api): State<Arc<Api>>,
     caller: Caller,
@@ -68,7 +70,9 @@ pub(super) async fn rollback(
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::malformed_json(&e))?
     };
-    Ok(Json(api.host.rollback(&topic, body.version.as_deref())?))
+    let by = caller.tenant;
+    let info = blocking(move || Ok(api.host.rollback_by(&topic, body.version.as_deref(), Some(&by))?)).await?;
+    Ok(Json(info))
 }
 
 /// `GET /v1/topics`: the tenant's topics, each with its current version,

@@ -1,15 +1,14 @@
 //! Deploying a new version of a topic's plugin, rolling back, and the
 //! versions loaded.
 
-use parking_lot::Mutex;
-
-use crate::capability::{Grants, SecretError};
-use crate::dispatch::TopicPolicy;
+use crate::capability::SecretError;
 use crate::engine::content_digest;
-use crate::plugin::{Plugin, PluginError, World};
-use crate::versions::{Origin, VersionInfo, VersionLog};
+use crate::plugin::{PluginError, World};
+use crate::store::{StoreError, StoredVersion};
+use crate::versions::{Origin, Stamp, VersionInfo};
 
-use super::topic::{MapperSpec, PluginSource, wasm_mapper};
+use super::stored::{self, Swappable, keeps_versions};
+use super::topic::{MapperSpec, PluginSource};
 use super::{Host, TopicRuntime};
 
 /// Why a deploy or a rollback was refused; the current version stays.
@@ -50,6 +49,9 @@ pub enum DeployError {
         /// Why.
         reason: String,
     },
+    /// The store failed recording or reading the versions; nothing changed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 impl Host {
@@ -57,108 +59,156 @@ impl Host {
         self.runtimes.iter().find(|r| r.topic.name == topic).ok_or_else(|| DeployError::UnknownTopic(topic.to_owned()))
     }
 
-    fn versions_of(&self, topic: &str) -> Result<(&TopicRuntime, &Mutex<VersionLog>), DeployError> {
-        let runtime = self.runtime(topic)?;
-        let versions = runtime.versions.as_ref().ok_or_else(|| DeployError::NotWasm(topic.to_owned()))?;
-        Ok((runtime, versions))
+    fn swappable(&self, topic: &str) -> Result<&Swappable, DeployError> {
+        self.runtime(topic)?.swappable.as_ref().ok_or_else(|| DeployError::NotWasm(topic.to_owned()))
     }
 
     /// Deploys a new version of `topic`'s plugin: compiles and validates it
-    /// on the calling thread (never a worker's), then swaps it in
-    /// atomically. Jobs already fetched finish on the version they were
-    /// fetched with; the next fetch runs the new one. A version that fails
-    /// to load is refused and the current one stays.
+    /// on the calling thread (never a worker's), records it in the store as
+    /// the topic's current version (every process sharing the store follows
+    /// within [`FOLLOW_EVERY`](super::FOLLOW_EVERY); a restart starts on it),
+    /// then swaps it in atomically. Jobs already fetched finish on the
+    /// version they were fetched with; the next fetch runs the new one. A
+    /// version that fails to load is refused and the current one stays.
     ///
     /// # Errors
     ///
     /// [`DeployError`]; nothing changed then.
     pub fn deploy(&self, topic: &str, source: &PluginSource, origin: Origin) -> Result<VersionInfo, DeployError> {
-        let (runtime, versions) = self.versions_of(topic)?;
+        self.deploy_by(topic, source, origin, None)
+    }
+
+    /// [`Host::deploy`], recording who deployed (a tenant).
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::deploy`].
+    pub fn deploy_by(
+        &self,
+        topic: &str,
+        source: &PluginSource,
+        origin: Origin,
+        by: Option<&str>,
+    ) -> Result<VersionInfo, DeployError> {
+        let swappable = self.swappable(topic)?;
         let invalid = |error| DeployError::Invalid { topic: topic.to_owned(), error };
         let (bytes, name) = source.bytes().map_err(invalid)?;
         // Secrets are read again on a deploy (a rotated secret file takes
         // effect); one that cannot be read refuses the deploy.
         let grants =
-            runtime.topic.grants.reread().map_err(|error| DeployError::Secret { topic: topic.to_owned(), error })?;
+            swappable.topic.grants.reread().map_err(|error| DeployError::Secret { topic: topic.to_owned(), error })?;
         // A version already loaded is reused as it is: deploying it again
         // neither compiles it nor drops the loaded copy (dropping a module
         // makes wasmtime reclaim its warm pool slots, which running jobs
         // would compete with).
-        let loaded = versions.lock().find(&content_digest(&bytes));
+        let digest = content_digest(&bytes);
+        let loaded = swappable.log.lock().find(&digest);
         let plugin = match loaded {
             Some(plugin) => plugin,
             None => source.load_bytes(&self.sandbox, &bytes, World::Operation, &name, &grants).map_err(invalid)?,
         };
-        if matches!(runtime.topic.mapper, Some(MapperSpec::SamePlugin)) && !plugin.is_error_mapper() {
+        if matches!(swappable.topic.mapper, Some(MapperSpec::SamePlugin)) && !plugin.is_error_mapper() {
             return Err(DeployError::MissingClassify(topic.to_owned()));
         }
-        Ok(self.make_current(runtime, plugin, Some(grants), origin))
+        let stamp = Stamp { origin, by: by.map(str::to_owned), at: self.dispatcher.clock().now() };
+        // The store first, under the log's lock: a process that follows
+        // the store never sees this process's order of swaps reversed.
+        let mut log = swappable.log.lock();
+        if keeps_versions(&swappable.topic) {
+            let version = StoredVersion { digest, stamp: stamp.clone() };
+            self.dispatcher.store().put_version(topic, &version, &bytes, false, self.kept_versions)?;
+        }
+        Ok(swappable.swap_in(&self.sandbox, &self.dispatcher, &mut log, plugin, Some(grants), stamp))
     }
 
     /// Makes the version deployed before the current one current again, or
-    /// the loaded version `to` (a digest or a prefix of one).
+    /// the kept version `to` (a digest or a prefix of one). Versions kept in
+    /// the store count, also those this process never loaded (they are
+    /// compiled first).
     ///
     /// # Errors
     ///
     /// [`DeployError::NoRollback`] when there is no such version.
     pub fn rollback(&self, topic: &str, to: Option<&str>) -> Result<VersionInfo, DeployError> {
-        let (runtime, versions) = self.versions_of(topic)?;
-        let target = versions.lock().rollback_target(to).ok_or_else(|| {
-            let reason = match to {
-                Some(v) => format!("no loaded version `{v}` other than the current one"),
-                None => "no earlier version to roll back to".to_owned(),
-            };
-            DeployError::NoRollback { topic: topic.to_owned(), reason }
-        })?;
-        Ok(self.make_current(runtime, target, None, Origin::Rollback))
+        self.rollback_by(topic, to, None)
     }
 
-    /// The version of `topic`'s plugin new fetches run on; `None` for an
-    /// unknown or native topic.
-    pub fn current_version(&self, topic: &str) -> Option<VersionInfo> {
-        let (_, versions) = self.versions_of(topic).ok()?;
-        Some(versions.lock().current_info())
-    }
-
-    /// The loaded versions of `topic`'s plugin, newest first.
+    /// [`Host::rollback`], recording who rolled back (a tenant).
     ///
     /// # Errors
     ///
-    /// [`DeployError`] for an unknown or native topic.
-    pub fn versions(&self, topic: &str) -> Result<Vec<VersionInfo>, DeployError> {
-        let (_, versions) = self.versions_of(topic)?;
-        Ok(versions.lock().list())
+    /// As [`Host::rollback`].
+    pub fn rollback_by(&self, topic: &str, to: Option<&str>, by: Option<&str>) -> Result<VersionInfo, DeployError> {
+        let swappable = self.swappable(topic)?;
+        let store = self.dispatcher.store();
+        let keeps = keeps_versions(&swappable.topic);
+        let kept = if keeps { store.kept_versions(topic)? } else { Vec::new() };
+        let no_rollback = || {
+            let reason = match to {
+                Some(v) => format!("no kept version `{v}` other than the current one"),
+                None => "no earlier version to roll back to".to_owned(),
+            };
+            DeployError::NoRollback { topic: topic.to_owned(), reason }
+        };
+        let mut log = swappable.log.lock();
+        let (digest, plugin) = if kept.is_empty() {
+            let plugin = log.rollback_target(to).ok_or_else(no_rollback)?;
+            (plugin.digest().to_owned(), Some(plugin))
+        } else {
+            // The store's order: the current one first.
+            let earlier = &kept[1..];
+            let target = match to {
+                Some(version) => earlier.iter().find(|v| v.digest.starts_with(version)),
+                None => earlier.first(),
+            };
+            let digest = target.ok_or_else(no_rollback)?.digest.clone();
+            let plugin = log.find(&digest);
+            (digest, plugin)
+        };
+        let plugin = match plugin {
+            Some(plugin) => plugin,
+            None => {
+                let component = store.version_component(topic, &digest)?.ok_or_else(no_rollback)?;
+                let name = format!("version {} of `{topic}` from the store", stored::short(&digest));
+                stored::load(&self.sandbox, &swappable.topic, component, name)
+                    .map_err(|error| DeployError::Invalid { topic: topic.to_owned(), error })?
+            }
+        };
+        let stamp = Stamp { origin: Origin::Rollback, by: by.map(str::to_owned), at: self.dispatcher.clock().now() };
+        if keeps && !store.set_current_version(topic, &StoredVersion { digest, stamp: stamp.clone() })? {
+            return Err(no_rollback());
+        }
+        Ok(swappable.swap_in(&self.sandbox, &self.dispatcher, &mut log, plugin, None, stamp))
     }
 
-    /// Makes `plugin` current, with `grants` when they were read again.
-    fn make_current(
-        &self,
-        runtime: &TopicRuntime,
-        plugin: Plugin,
-        grants: Option<Grants>,
-        origin: Origin,
-    ) -> VersionInfo {
-        let (Some(versions), Some(wasm)) = (&runtime.versions, &runtime.wasm) else {
-            unreachable!("versions_of checked the topic runs Wasm");
-        };
-        let mut versions = versions.lock();
-        if matches!(runtime.topic.mapper, Some(MapperSpec::SamePlugin)) {
-            let mapper = wasm_mapper(&self.sandbox, &runtime.topic, plugin.clone());
-            self.dispatcher
-                .set_topic(&runtime.topic.name, TopicPolicy { retry: runtime.topic.retry, mapper: Some(mapper) });
+    /// The version of `topic`'s plugin this process's new fetches run on;
+    /// `None` for an unknown or native topic.
+    pub fn current_version(&self, topic: &str) -> Option<VersionInfo> {
+        Some(self.swappable(topic).ok()?.log.lock().current_info())
+    }
+
+    /// The versions of `topic`'s plugin, newest (the current one) first:
+    /// those kept in the store, or, for a topic that keeps none there,
+    /// those loaded in this process.
+    ///
+    /// # Errors
+    ///
+    /// [`DeployError`] for an unknown or native topic, or a store failure.
+    pub fn versions(&self, topic: &str) -> Result<Vec<VersionInfo>, DeployError> {
+        let swappable = self.swappable(topic)?;
+        if keeps_versions(&swappable.topic) {
+            let kept = self.dispatcher.store().kept_versions(topic)?;
+            if !kept.is_empty() {
+                let info = |(i, v): (usize, StoredVersion)| VersionInfo {
+                    version: v.digest,
+                    deployed_at: v.stamp.at,
+                    origin: v.stamp.origin,
+                    deployed_by: v.stamp.by,
+                    current: i == 0,
+                };
+                return Ok(kept.into_iter().enumerate().map(info).collect());
+            }
         }
-        let previous = match grants {
-            Some(grants) => wasm.swap_granted(plugin.clone(), grants),
-            None => wasm.swap(plugin.clone()),
-        };
-        versions.push(plugin, origin, self.dispatcher.clock().now());
-        tracing::info!(
-            topic = %runtime.topic.name,
-            version = %versions.current().digest(),
-            previous = %previous.digest(),
-            ?origin,
-            "plugin version swapped"
-        );
-        versions.current_info()
+        Ok(swappable.log.lock().list())
     }
 }

@@ -4,6 +4,7 @@
 //! outcomes.
 
 mod deploy;
+mod stored;
 mod topic;
 
 use std::collections::HashMap;
@@ -15,6 +16,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 pub use deploy::DeployError;
+pub use stored::FOLLOW_EVERY;
+use stored::{Swappable, keeps_versions};
 pub use topic::{MapperSpec, OperatorFile, PluginSource, Topic};
 use topic::{Runner, load_mapper};
 
@@ -23,12 +26,12 @@ use crate::clock::{Clock, SystemClock};
 use crate::dispatch::{Dispatcher, EnqueueError, Snapshot, TopicPolicy};
 use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::outcome::{NullSink, OutcomeSink};
-use crate::plugin::{PluginError, World};
+use crate::plugin::PluginError;
 use crate::quota::{ConcurrencyGate, QueueCheck, Quota};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::Sandbox;
 use crate::store::{CancelResult, Enqueued, JobId, JobStore, MemoryStore, StoreError};
-use crate::versions::VersionLog;
+use crate::versions::{KEPT_VERSIONS, VersionLog};
 use crate::worker::{AttemptObserver, Handler, PoolHooks, WasmHandler, WorkerPool};
 
 /// Why a host could not be built.
@@ -68,6 +71,10 @@ pub enum HostError {
     /// A worker thread could not be started.
     #[error("starting workers: {0}")]
     Workers(std::io::Error),
+    /// The store failed reading or recording the plugin versions topics
+    /// start on.
+    #[error("plugin versions: {0}")]
+    Store(StoreError),
 }
 
 /// Builds a [`Host`]; see [`Host::builder`] for the defaults.
@@ -82,6 +89,7 @@ pub struct HostBuilder {
     quotas: HashMap<String, Quota>,
     observer: Option<Arc<dyn AttemptObserver>>,
     start_workers: bool,
+    kept_versions: usize,
 }
 
 impl HostBuilder {
@@ -133,6 +141,14 @@ impl HostBuilder {
         self
     }
 
+    /// How many plugin versions the store keeps per topic (default
+    /// [`KEPT_VERSIONS`]; at least 1): the most recently current ones, which
+    /// a rollback can go back to after a restart.
+    pub fn kept_versions(mut self, keep: usize) -> Self {
+        self.kept_versions = keep.max(1);
+        self
+    }
+
     /// Whether `build` starts the worker pools (default `true`); without
     /// them, jobs wait until [`Host::start_workers`].
     pub fn start_workers(mut self, start: bool) -> Self {
@@ -157,31 +173,41 @@ impl HostBuilder {
             .filter_map(|(tenant, quota)| Some((tenant.clone(), Arc::new(ConcurrencyGate::new(quota.max_concurrent?)))))
             .collect();
         let mut runtimes: Vec<TopicRuntime> = Vec::new();
+        let pointers = dispatcher.store().current_versions().map_err(HostError::Store)?;
         for topic in &self.topics {
             if runtimes.iter().any(|r| r.topic.name == topic.name) {
                 return Err(HostError::DuplicateTopic(topic.name.clone()));
             }
-            let (handler, wasm, own_plugin) = match &topic.runner {
-                Runner::Native(handler) => (handler.clone(), None, None),
+            let (handler, swappable) = match &topic.runner {
+                Runner::Native(handler) => (handler.clone(), None),
                 Runner::Wasm(source) => {
-                    let plugin = source
-                        .load(&sandbox, World::Operation, &topic.grants)
-                        .map_err(|error| HostError::Plugin { topic: topic.name.clone(), error })?;
-                    let handler = Arc::new(WasmHandler::granted(
+                    let pointer = pointers.iter().find(|p| p.topic == topic.name);
+                    let now = dispatcher.clock().now();
+                    let store = dispatcher.store().as_ref();
+                    let (plugin, stamp) =
+                        stored::start_version(&sandbox, store, topic, source, pointer, self.kept_versions, now)
+                            .map_err(|error| match error {
+                                stored::StartError::Plugin(error) => {
+                                    HostError::Plugin { topic: topic.name.clone(), error }
+                                }
+                                stored::StartError::Store(error) => HostError::Store(error),
+                            })?;
+                    let wasm = Arc::new(WasmHandler::granted(
                         sandbox.clone(),
                         plugin.clone(),
                         topic.limits.clone(),
                         topic.grants.clone(),
                     ));
-                    (handler.clone() as Arc<dyn Handler>, Some(handler), Some(plugin))
+                    let log = Arc::new(Mutex::new(VersionLog::starting(plugin, stamp)));
+                    (wasm.clone() as Arc<dyn Handler>, Some(Swappable { topic: topic.clone(), wasm, log }))
                 }
             };
+            let own_plugin = swappable.as_ref().map(|s| s.log.lock().current().clone());
             let mapper = load_mapper(&sandbox, topic, own_plugin.as_ref())?;
             dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper });
             let gate = topic.tenant.as_ref().and_then(|t| gates.get(t)).cloned();
             let hooks = PoolHooks { gate, observer: self.observer.clone() };
-            let versions = own_plugin.map(|p| Mutex::new(VersionLog::new(p, dispatcher.clock().now())));
-            runtimes.push(TopicRuntime { topic: topic.clone(), handler, wasm, versions, hooks });
+            runtimes.push(TopicRuntime { topic: topic.clone(), handler, swappable, hooks });
         }
         let queue_checks = self
             .quotas
@@ -195,8 +221,10 @@ impl HostBuilder {
             runtimes,
             quotas: self.quotas,
             queue_checks,
+            kept_versions: self.kept_versions,
             pools: Mutex::new(Vec::new()),
             publisher: Mutex::new(None),
+            follower: Mutex::new(None),
             stopping: Arc::new(AtomicBool::new(false)),
         };
         if self.start_workers {
@@ -210,10 +238,9 @@ impl HostBuilder {
 struct TopicRuntime {
     topic: Topic,
     handler: Arc<dyn Handler>,
-    /// The same handler when it runs Wasm (it can be swapped).
-    wasm: Option<Arc<WasmHandler>>,
-    /// The versions deployed; the mutex also orders swaps.
-    versions: Option<Mutex<VersionLog>>,
+    /// The same handler and its versions when it runs Wasm (it can be
+    /// swapped); the versions' mutex also orders swaps.
+    swappable: Option<Swappable>,
     hooks: PoolHooks,
 }
 
@@ -227,8 +254,12 @@ pub struct Host {
     /// serializes the tenant's enqueues while it is checked, so two cannot
     /// both take the last slot (in this process).
     queue_checks: HashMap<String, Mutex<QueueCheck>>,
+    /// Plugin versions kept in the store per topic.
+    kept_versions: usize,
     pools: Mutex<Vec<WorkerPool>>,
     publisher: Mutex<Option<JoinHandle<()>>>,
+    /// The thread following other processes' deploys and rollbacks.
+    follower: Mutex<Option<JoinHandle<()>>>,
     stopping: Arc<AtomicBool>,
 }
 
@@ -255,6 +286,7 @@ impl Host {
             quotas: HashMap::new(),
             observer: None,
             start_workers: true,
+            kept_versions: KEPT_VERSIONS,
         }
     }
 
@@ -404,6 +436,27 @@ impl Host {
             }
         })?;
         *self.publisher.lock() = Some(publisher);
+        let follower = stored::Follower {
+            sandbox: self.sandbox.clone(),
+            dispatcher: self.dispatcher.clone(),
+            topics: self
+                .runtimes
+                .iter()
+                .filter(|r| keeps_versions(&r.topic))
+                .filter_map(|r| r.swappable.clone())
+                .collect(),
+        };
+        if !follower.topics.is_empty() {
+            let stopping = self.stopping.clone();
+            let thread = std::thread::Builder::new().name("husk-versions".into()).spawn(move || {
+                while !stopping.load(Ordering::Acquire) {
+                    follower.pass();
+                    // Unparked by `shutdown_within`.
+                    std::thread::park_timeout(stored::FOLLOW_EVERY);
+                }
+            })?;
+            *self.follower.lock() = Some(thread);
+        }
         Ok(())
     }
 
@@ -439,9 +492,9 @@ impl Host {
         for pool in pools {
             pool.stop();
         }
-        if let Some(publisher) = self.publisher.lock().take() {
-            publisher.thread().unpark();
-            let _ = publisher.join();
+        for thread in [self.publisher.lock().take(), self.follower.lock().take()].into_iter().flatten() {
+            thread.thread().unpark();
+            let _ = thread.join();
         }
         in_time
     }

@@ -9,6 +9,7 @@
 //! that job, which `get` no longer finds.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -18,7 +19,8 @@ use serde_json::json;
 
 use super::{
     AttemptRecord, CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
-    ListFilter, Lock, LockInfo, NewJob, Report, Reported, RetryIncidentResult, StoreError, expired_attempt,
+    ListFilter, Lock, LockInfo, NewJob, Report, Reported, RetryIncidentResult, StoreError, StoredVersion, TopicVersion,
+    expired_attempt,
 };
 use crate::fault::{Fault, codes, epoch_millis};
 use crate::outcome::{Outcome, TerminalOutcome};
@@ -61,6 +63,17 @@ struct Inner {
     keys: HashMap<String, JobId>,
     /// Paused topics: not fetched.
     paused: BTreeSet<String>,
+    /// Plugin versions per topic.
+    versions: HashMap<String, Versions>,
+}
+
+/// A topic's kept plugin versions.
+#[derive(Debug)]
+struct Versions {
+    current: String,
+    config: Option<String>,
+    /// Least recently current first; the current one last.
+    kept: Vec<(StoredVersion, Arc<[u8]>)>,
 }
 
 #[derive(Debug)]
@@ -550,6 +563,67 @@ impl JobStore for MemoryStore {
 
     fn paused(&self) -> Result<Vec<String>, StoreError> {
         Ok(self.lock().paused.iter().cloned().collect())
+    }
+
+    fn put_version(
+        &self,
+        topic: &str,
+        version: &StoredVersion,
+        component: &[u8],
+        config: bool,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let versions = inner.versions.entry(topic.to_owned()).or_insert_with(|| Versions {
+            current: version.digest.clone(),
+            config: None,
+            kept: Vec::new(),
+        });
+        versions.kept.retain(|(v, _)| v.digest != version.digest);
+        versions.kept.push((version.clone(), component.into()));
+        versions.current = version.digest.clone();
+        if config {
+            versions.config = Some(version.digest.clone());
+        }
+        let excess = versions.kept.len().saturating_sub(keep.max(1));
+        versions.kept.drain(..excess);
+        Ok(())
+    }
+
+    fn set_current_version(&self, topic: &str, version: &StoredVersion) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        let Some(versions) = inner.versions.get_mut(topic) else { return Ok(false) };
+        let Some(at) = versions.kept.iter().position(|(v, _)| v.digest == version.digest) else { return Ok(false) };
+        let (_, component) = versions.kept.remove(at);
+        versions.kept.push((version.clone(), component));
+        versions.current = version.digest.clone();
+        Ok(true)
+    }
+
+    fn current_versions(&self) -> Result<Vec<TopicVersion>, StoreError> {
+        let inner = self.lock();
+        let mut all: Vec<TopicVersion> = inner
+            .versions
+            .iter()
+            .map(|(topic, v)| TopicVersion {
+                topic: topic.clone(),
+                current: v.current.clone(),
+                config: v.config.clone(),
+            })
+            .collect();
+        all.sort_by(|a, b| a.topic.cmp(&b.topic));
+        Ok(all)
+    }
+
+    fn kept_versions(&self, topic: &str) -> Result<Vec<StoredVersion>, StoreError> {
+        let inner = self.lock();
+        Ok(inner.versions.get(topic).map_or_else(Vec::new, |v| v.kept.iter().rev().map(|(v, _)| v.clone()).collect()))
+    }
+
+    fn version_component(&self, topic: &str, digest: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let inner = self.lock();
+        let kept = inner.versions.get(topic).and_then(|v| v.kept.iter().find(|(v, _)| v.digest == digest));
+        Ok(kept.map(|(_, component)| component.to_vec()))
     }
 
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {

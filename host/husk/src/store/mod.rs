@@ -29,6 +29,7 @@ use crate::fault::Fault;
 pub use crate::job::JobId;
 use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::RetryPolicySpec;
+use crate::versions::Stamp;
 
 /// A job to enqueue, with its retry policy already resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -418,6 +419,29 @@ impl StoreError {
     }
 }
 
+/// A plugin version the store keeps (see [`JobStore::put_version`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredVersion {
+    /// The component's SHA-256 (hex): the version's identity.
+    pub digest: String,
+    /// How, by whom and when it last became current.
+    pub stamp: Stamp,
+}
+
+/// Which version of a topic is current, for every process sharing the
+/// store (see [`JobStore::current_versions`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicVersion {
+    /// The topic.
+    pub topic: String,
+    /// The digest of its current version.
+    pub current: String,
+    /// The digest of the config file's component when a process last
+    /// recorded it: a config file that changed since is deployed at start,
+    /// one that did not leaves the current version alone.
+    pub config: Option<String>,
+}
+
 /// What a store shared by several processes tells the dispatcher of this
 /// one (PostgreSQL's `LISTEN/NOTIFY`). Implemented by the dispatcher.
 pub trait StoreEvents: Send + Sync {
@@ -537,6 +561,72 @@ pub trait JobStore: Send + Sync + 'static {
     /// [`StoreError`] when the store fails.
     fn paused(&self) -> Result<Vec<String>, StoreError> {
         Ok(Vec::new())
+    }
+
+    /// Keeps `version` of `topic` (its component is `component`) and makes
+    /// it the topic's current version, in one transaction; `config`: it is
+    /// the config file's component (remembered, see [`TopicVersion`]).
+    /// Keeps at most `keep` versions of the topic (the current one always),
+    /// dropping the components of those that were current longest ago.
+    ///
+    /// Versions kept here outlive a restart and are shared by every process
+    /// sharing the store. A store that keeps none (this default) keeps
+    /// nothing: deployed versions then last until the process ends.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails; nothing changed then.
+    fn put_version(
+        &self,
+        topic: &str,
+        version: &StoredVersion,
+        component: &[u8],
+        config: bool,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        let _ = (topic, version, component, config, keep);
+        Ok(())
+    }
+
+    /// Makes the kept version `version.digest` of `topic` current again (a
+    /// rollback), stamped with `version.stamp`; `false` when it is not kept.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn set_current_version(&self, topic: &str, version: &StoredVersion) -> Result<bool, StoreError> {
+        let _ = (topic, version);
+        Ok(false)
+    }
+
+    /// Every topic's current version.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn current_versions(&self) -> Result<Vec<TopicVersion>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// The kept versions of `topic`, the current one first, then the others
+    /// by when they were last current, most recent first.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn kept_versions(&self, topic: &str) -> Result<Vec<StoredVersion>, StoreError> {
+        let _ = topic;
+        Ok(Vec::new())
+    }
+
+    /// The component of the kept version `digest` of `topic`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn version_component(&self, topic: &str, digest: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let _ = (topic, digest);
+        Ok(None)
     }
 
     /// Registers the receiver of events from other processes sharing this

@@ -255,3 +255,17 @@ pub use crate::__husk_sql_outcome_columns as outcome_columns;
 
 /// The column list an outcome row is read from.
 pub const OUTCOME_COLUMNS: &str = outcome_columns!();
+
+/// A kept plugin version read from its row: `digest`, `origin` (see
+/// [`Origin::as_str`](crate::versions::Origin::as_str)), `deployed_by`,
+/// `deployed_at` (ms since the epoch). An unknown origin is a corrupt row.
+pub fn stored_version(
+    digest: String,
+    origin: &str,
+    by: Option<String>,
+    at: i64,
+) -> Result<super::StoredVersion, String> {
+    let origin = crate::versions::Origin::from_name(origin)
+        .ok_or_else(|| format!("plugin version {digest}: unknown origin `{origin}`"))?;
+    Ok(super::StoredVersion { digest, stamp: crate::versions::Stamp { origin, by, at: time(at) } })
+}

@@ -199,6 +199,7 @@ macro_rules! store_conformance {
             store::distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once,
             store::outputs_and_fault_bodies_are_kept_byte_exact,
             store::a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed,
+            store::plugin_versions_are_kept_made_current_and_pruned,
         }
     };
     ($backend:expr) => {

@@ -8,8 +8,9 @@ use crate::outcome::Outcome;
 use crate::retry::RetryPolicySpec;
 use crate::store::{
     CancelResult, Depth, Enqueued, FetchRequest, JobId, JobState, JobStore, ListFilter, LockedJob, NewJob, Report,
-    Reported,
+    Reported, StoredVersion, TopicVersion,
 };
+use crate::versions::{Origin, Stamp};
 
 use super::Backend;
 
@@ -230,4 +231,55 @@ pub fn a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed(backend: &
     let mut resumed = store.fetch_and_lock(request, later).unwrap().jobs.iter().map(LockedJob::id).collect::<Vec<_>>();
     resumed.sort();
     assert_eq!(resumed, queued[..2]);
+}
+
+/// Conformance check: plugin versions are kept with their components, the
+/// current pointer moves on a deploy and on a rollback, the config file's
+/// digest is remembered, and only the `keep` most recently current
+/// versions are kept.
+pub fn plugin_versions_are_kept_made_current_and_pruned(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let version = |digest: &str, origin: Origin, by: Option<&str>, secs: u64| StoredVersion {
+        digest: digest.into(),
+        stamp: Stamp { origin, by: by.map(str::to_owned), at: now() + Duration::from_secs(secs) },
+    };
+    let digests = |store: &dyn JobStore| -> Vec<String> {
+        store.kept_versions("t").unwrap().into_iter().map(|v| v.digest).collect()
+    };
+    let pointer = |current: &str, config: &str| TopicVersion {
+        topic: "t".into(),
+        current: current.into(),
+        config: Some(config.into()),
+    };
+    assert!(store.current_versions().unwrap().is_empty());
+    store.put_version("t", &version("v1", Origin::Config, None, 1), b"one", true, 3).unwrap();
+    assert_eq!(store.current_versions().unwrap(), [pointer("v1", "v1")]);
+    let v2 = version("v2", Origin::Deploy, Some("tenant-a"), 2);
+    store.put_version("t", &v2, b"two", false, 3).unwrap();
+    assert_eq!(store.current_versions().unwrap(), [pointer("v2", "v1")], "the config's digest stays");
+    assert_eq!(store.kept_versions("t").unwrap()[0], v2, "origin, deployer and time kept");
+    store.put_version("t", &version("v3", Origin::Watch, None, 3), b"three", false, 3).unwrap();
+    store.put_version("t", &version("v4", Origin::Deploy, None, 4), b"four", false, 3).unwrap();
+    assert_eq!(digests(store), ["v4", "v3", "v2"], "v1 pruned");
+    assert_eq!(store.version_component("t", "v1").unwrap(), None);
+    assert_eq!(store.version_component("t", "v2").unwrap().as_deref(), Some(&b"two"[..]));
+
+    let back = version("v2", Origin::Rollback, Some("tenant-a"), 5);
+    assert!(store.set_current_version("t", &back).unwrap());
+    assert_eq!(store.current_versions().unwrap(), [pointer("v2", "v1")]);
+    assert_eq!(digests(store), ["v2", "v4", "v3"]);
+    assert_eq!(store.kept_versions("t").unwrap()[0].stamp.origin, Origin::Rollback);
+    assert!(!store.set_current_version("t", &version("v1", Origin::Rollback, None, 6)).unwrap(), "not kept");
+    assert!(!store.set_current_version("u", &version("v2", Origin::Rollback, None, 6)).unwrap(), "no such topic");
+
+    // The same version deployed again keeps its component, moves to the front.
+    store.put_version("t", &version("v3", Origin::Config, None, 7), b"three", true, 3).unwrap();
+    assert_eq!(store.current_versions().unwrap(), [pointer("v3", "v3")]);
+    assert_eq!(digests(store), ["v3", "v2", "v4"]);
+    assert_eq!(store.version_component("t", "v3").unwrap().as_deref(), Some(&b"three"[..]));
+    store.put_version("u", &version("w1", Origin::Config, None, 8), &[0, 255], true, 3).unwrap();
+    assert_eq!(store.current_versions().unwrap().len(), 2);
+    assert_eq!(digests(store), ["v3", "v2", "v4"], "another topic's versions are its own");
+    assert_eq!(store.version_component("u", "w1").unwrap().as_deref(), Some(&[0, 255][..]));
 }
