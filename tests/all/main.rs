@@ -23,6 +23,7 @@ mod pause;
 mod plugin;
 mod pool;
 mod quota;
+mod retention;
 mod retry;
 mod rig;
 mod scaffold;

@@ -63,11 +63,15 @@ CREATE FUNCTION husk_append(history TEXT, more TEXT) RETURNS TEXT LANGUAGE sql I
                 ELSE left(history, -1) || ',' || substr(more, 2) END
 $$;
 "#,
-    // 3: paused topics, and plugin versions: each topic's current one (and
-    // the config file's, when last recorded) and the kept components. `seq`
-    // orders a topic's versions by when they were last made current; the
-    // topic's row is locked by every change, so they are serialized.
+    // 3: paused topics; plugin versions: each topic's current one (and the
+    // config file's, when last recorded) and the kept components, `seq`
+    // ordering a topic's versions by when they were last made current (the
+    // topic's row is locked by every change, so they are serialized);
+    // retention: outcomes pruned by age, keys by their job.
     r#"
+CREATE INDEX husk_outcomes_finished ON husk_outcomes (finished_at);
+CREATE INDEX husk_keys_job ON husk_keys (job_id);
+INSERT INTO husk_meta (key, value) VALUES ('pruned_through', 0);
 CREATE TABLE husk_paused (topic TEXT PRIMARY KEY);
 CREATE TABLE husk_topic_versions (
     topic   TEXT   PRIMARY KEY,

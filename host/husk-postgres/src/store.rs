@@ -7,11 +7,13 @@ use std::time::{Duration, SystemTime};
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
-    Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, millis, stored_version, time, to_json,
+    Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, millis, prune_candidates, prune_cutoffs, stored_version,
+    time, to_json,
 };
 use husk::store::{
-    CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock,
-    LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError, StoreEvents, StoredVersion, TopicVersion,
+    CancelResult, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
+    ListFilter, Lock, LockedJob, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult, StoreError,
+    StoreEvents, StoredVersion, TopicVersion,
 };
 
 use crate::PostgresStore;
@@ -432,6 +434,59 @@ impl JobStore for PostgresStore {
     fn paused(&self) -> Result<Vec<String>, StoreError> {
         self.run("paused topics", |tx| {
             Ok(tx.query("SELECT topic FROM husk_paused ORDER BY topic", &[])?.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
+    fn prune(&self, retention: &Retention, now: SystemTime, batch: usize) -> Result<Pruned, StoreError> {
+        let [completed, failed, others, latest] = prune_cutoffs(retention, now);
+        self.run("prune", |tx| {
+            let pruned = tx.query(
+                concat!(
+                    "DELETE FROM husk_outcomes WHERE seq IN (",
+                    prune_candidates!("husk_outcomes", "$"),
+                    " FOR UPDATE SKIP LOCKED) RETURNING seq, job_id"
+                ),
+                &[&completed, &failed, &others, &latest, &(batch as i64)],
+            )?;
+            let jobs: Vec<i64> = pruned.iter().map(|r| r.get(1)).collect();
+            let keys = tx.execute(
+                "DELETE FROM husk_keys k WHERE k.job_id = ANY($1)
+                   AND NOT EXISTS (SELECT 1 FROM husk_jobs WHERE id = k.job_id)
+                   AND NOT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = k.job_id)",
+                &[&jobs],
+            )?;
+            if let Some(last) = pruned.iter().map(|r| r.get::<_, i64>(0)).max() {
+                tx.execute("UPDATE husk_meta SET value = greatest(value, $1) WHERE key = 'pruned_through'", &[&last])?;
+            }
+            Ok(Pruned { outcomes: pruned.len() as u64, keys })
+        })
+    }
+
+    fn pruned_through(&self) -> Result<u64, StoreError> {
+        self.run("pruned outcomes", |tx| {
+            let row = tx.query_one("SELECT value FROM husk_meta WHERE key = 'pruned_through'", &[])?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+
+    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+        self.run("discard incident", |tx| {
+            let id = id.0 as i64;
+            let closed = tx.execute(
+                "UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE job_id = $1 AND open_incident",
+                &[&id],
+            )?;
+            if closed == 1 {
+                return Ok(DiscardResult::Discarded);
+            }
+            let known: bool = tx
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = $1)
+                         OR EXISTS (SELECT 1 FROM husk_jobs WHERE id = $1)",
+                    &[&id],
+                )?
+                .get(0);
+            Ok(if known { DiscardResult::NotAnIncident } else { DiscardResult::NotFound })
         })
     }
 

@@ -30,6 +30,40 @@ pub const DEFAULT_STORE: &str = "husk-data/husk.db";
 /// The default address of the HTTP API.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
+/// `[retention]`: how long ended jobs (outcome, history, idempotency key)
+/// are kept. Open incidents are kept until retried or discarded.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Whether the cleaner runs (default `true`).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Completed jobs (default `24h`).
+    #[serde(default, with = "humantime_serde")]
+    pub completed: Option<Duration>,
+    /// Business errors and statuses, and cancelled jobs (default `7days`).
+    #[serde(default, with = "humantime_serde")]
+    pub business: Option<Duration>,
+    /// Failed jobs that are no longer open incidents (default `7days`).
+    #[serde(default, with = "humantime_serde")]
+    pub failed: Option<Duration>,
+    /// How often the cleaner runs (default `1m`).
+    #[serde(default, with = "humantime_serde")]
+    pub every: Option<Duration>,
+}
+
+impl RetentionConfig {
+    /// The retention, or `None` when the cleaner is off.
+    pub fn retention(&self) -> Option<husk::store::Retention> {
+        let default = husk::store::Retention::default();
+        self.enabled.unwrap_or(true).then(|| husk::store::Retention {
+            completed: self.completed.unwrap_or(default.completed),
+            business: self.business.unwrap_or(default.business),
+            failed: self.failed.unwrap_or(default.failed),
+        })
+    }
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,6 +92,9 @@ pub struct Config {
     /// 16, at least 1).
     #[serde(default)]
     pub kept_versions: Option<usize>,
+    /// How long ended jobs are kept before the cleaner prunes them.
+    #[serde(default)]
+    pub retention: RetentionConfig,
     /// The compile cache directory (default: as `husk run`).
     #[serde(default)]
     pub cache_dir: Option<PathBuf>,

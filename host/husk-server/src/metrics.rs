@@ -1,6 +1,7 @@
 //! Metrics in the Prometheus text format (`GET /metrics`): jobs by topic
 //! and outcome, retries, kills by reason, fuel used, job latency, queue
-//! depth and the current plugin version of each topic. Counters are fed by
+//! depth, the current plugin version of each topic, and what the cleaner
+//! pruned. Counters are fed by
 //! the worker threads ([`AttemptObserver`]) and the outcome sink; gauges
 //! are read from the host when scraped.
 
@@ -63,6 +64,13 @@ pub struct Metrics {
     latency: Family<TopicLabel, Histogram, fn() -> Histogram>,
     depth: Family<DepthLabels, Gauge>,
     versions: Family<VersionLabels, Gauge>,
+    pruned: Family<TableLabel, Gauge>,
+    oldest: Gauge,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TableLabel {
+    table: String,
 }
 
 impl Default for Metrics {
@@ -85,6 +93,8 @@ impl Metrics {
             latency: Family::new_with_constructor(latency_histogram),
             depth: Family::default(),
             versions: Family::default(),
+            pruned: Family::default(),
+            oldest: Gauge::default(),
         };
         registry.register("jobs", "Jobs ended, by topic and terminal outcome", metrics.jobs.clone());
         registry.register("attempts", "Attempts run, by topic", metrics.attempts.clone());
@@ -102,6 +112,16 @@ impl Metrics {
             metrics.depth.clone(),
         );
         registry.register("plugin_version", "1 for each topic's current plugin version", metrics.versions.clone());
+        registry.register(
+            "pruned_rows",
+            "Rows this process's cleaner pruned since it started, by table (outcomes, keys)",
+            metrics.pruned.clone(),
+        );
+        registry.register(
+            "oldest_outcome_age_seconds",
+            "Age of the oldest outcome the store keeps (0 when none)",
+            metrics.oldest.clone(),
+        );
         Self { registry, ..metrics }
     }
 
@@ -114,6 +134,13 @@ impl Metrics {
                 self.depth.get_or_create(&labels).set(i64::try_from(n).unwrap_or(i64::MAX));
             }
         }
+        for (table, n) in [("outcomes", snapshot.totals.pruned_outcomes), ("keys", snapshot.totals.pruned_keys)] {
+            self.pruned
+                .get_or_create(&TableLabel { table: table.to_owned() })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        let age = snapshot.oldest_outcome.and_then(|at| snapshot.taken_at.duration_since(at).ok());
+        self.oldest.set(age.map_or(0, |a| i64::try_from(a.as_secs()).unwrap_or(i64::MAX)));
         self.versions.clear();
         for topic in host.topics() {
             if let Some(current) = host.current_version(topic.name()) {

@@ -123,6 +123,10 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
     if let Some(keep) = config.kept_versions {
         builder = builder.kept_versions(keep);
     }
+    builder = builder.retention(config.retention.retention());
+    if let Some(every) = config.retention.every {
+        builder = builder.prune_every(every.max(Duration::from_millis(10)));
+    }
     for (name, tenant) in &config.tenants {
         builder = builder.quota(
             name,

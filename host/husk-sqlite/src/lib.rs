@@ -26,12 +26,12 @@ use migrations::MIGRATIONS;
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
     Expired, GATED, LIVE_COLUMNS, LiveRow, OUTCOME_COLUMNS, QUEUED, RUNNING, SCHEMA_VERSION, armed_state, depths_of,
-    history_of, millis, record_of_outcome, stored_version, time, to_json,
+    history_of, millis, prune_candidates, prune_cutoffs, record_of_outcome, stored_version, time, to_json,
 };
 use husk::store::{
-    AttemptRecord, CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
-    ListFilter, Lock, LockedJob, NewJob, Report, Reported, RetryIncidentResult, StoreError, StoredVersion,
-    TopicVersion,
+    AttemptRecord, CancelResult, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState,
+    JobStore, ListFilter, Lock, LockedJob, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult,
+    StoreError, StoredVersion, TopicVersion,
 };
 
 /// How hard a commit tries to reach the disk.
@@ -578,6 +578,61 @@ impl JobStore for SqliteStore {
         conn.prepare_cached("SELECT topic FROM paused ORDER BY topic")
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(self.err("paused topics"))
+    }
+
+    fn prune(&self, retention: &Retention, now: SystemTime, batch: usize) -> Result<Pruned, StoreError> {
+        let [completed, failed, others, latest] = prune_cutoffs(retention, now);
+        self.write(|tx| {
+            let pruned: Vec<(i64, i64)> = tx
+                .prepare_cached(concat!(
+                    "DELETE FROM outcomes WHERE seq IN (",
+                    prune_candidates!("outcomes", "?"),
+                    ") RETURNING seq, job_id"
+                ))?
+                .query_map(params![completed, failed, others, latest, batch as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut keys = 0;
+            let mut forget = tx.prepare_cached(
+                "DELETE FROM keys WHERE job_id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1)
+                   AND NOT EXISTS (SELECT 1 FROM outcomes WHERE job_id = ?1)",
+            )?;
+            for (_, job) in &pruned {
+                keys += forget.execute([job])? as u64;
+            }
+            if let Some(last) = pruned.iter().map(|(seq, _)| *seq).max() {
+                tx.prepare_cached("UPDATE meta SET value = max(value, ?1) WHERE key = 'pruned_through'")?
+                    .execute([last])?;
+            }
+            Ok(Pruned { outcomes: pruned.len() as u64, keys })
+        })
+    }
+
+    fn pruned_through(&self) -> Result<u64, StoreError> {
+        let conn = self.conn();
+        conn.prepare_cached("SELECT value FROM meta WHERE key = 'pruned_through'")
+            .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+            .map(|v| v as u64)
+            .map_err(self.err("pruned outcomes"))
+    }
+
+    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+        self.write(|tx| {
+            let id = id.0 as i64;
+            let closed = tx
+                .prepare_cached(
+                    "UPDATE outcomes SET open_incident = 0, input = NULL WHERE job_id = ?1 AND open_incident = 1",
+                )?
+                .execute([id])?;
+            if closed == 1 {
+                return Ok(DiscardResult::Discarded);
+            }
+            let known: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?1) OR EXISTS (SELECT 1 FROM outcomes WHERE job_id = ?1)",
+                [id],
+                |r| r.get(0),
+            )?;
+            Ok(if known { DiscardResult::NotAnIncident } else { DiscardResult::NotFound })
+        })
     }
 
     fn put_version(

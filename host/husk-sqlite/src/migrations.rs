@@ -51,10 +51,14 @@ ALTER TABLE jobs ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE outcomes ADD COLUMN history TEXT NOT NULL DEFAULT '[]';
 CREATE TABLE keys (key TEXT PRIMARY KEY, job_id INTEGER NOT NULL) WITHOUT ROWID;
 "#,
-    // 3: paused topics, and plugin versions: each topic's current one (and
-    // the config file's, when last recorded) and the kept components. `seq`
-    // orders a topic's versions by when they were last made current.
+    // 3: paused topics; plugin versions: each topic's current one (and the
+    // config file's, when last recorded) and the kept components, `seq`
+    // ordering a topic's versions by when they were last made current;
+    // retention: outcomes pruned by age, keys by their job.
     r#"
+CREATE INDEX outcomes_finished ON outcomes (finished_at);
+CREATE INDEX keys_job ON keys (job_id);
+INSERT INTO meta (key, value) VALUES ('pruned_through', 0);
 CREATE TABLE paused (topic TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE topic_versions (
     topic   TEXT    PRIMARY KEY,

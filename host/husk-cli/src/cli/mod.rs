@@ -74,6 +74,8 @@ enum Command {
     Incidents(RemoteArgs),
     /// Retry an incident with a fresh attempt budget.
     Retry(IdArgs),
+    /// Discard an incident: it ends for good and leaves the incident list.
+    Discard(IdArgs),
     /// Deploy a new plugin version to a topic (hot swap: running jobs
     /// finish on the version they started on).
     Deploy(DeployArgs),
@@ -408,7 +410,8 @@ impl Cli {
             Command::Job(args) => remote::job(&args),
             Command::Cancel(args) => remote::cancel(&args),
             Command::Incidents(args) => remote::incidents(&args),
-            Command::Retry(args) => remote::retry(&args),
+            Command::Retry(args) => remote::incident(&args, "retry"),
+            Command::Discard(args) => remote::incident(&args, "discard"),
             Command::Deploy(args) => remote::deploy(&args),
             Command::Plugins(args) => remote::plugins(&args),
             Command::Rollback(args) => remote::rollback(&args),

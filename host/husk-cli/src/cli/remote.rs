@@ -144,8 +144,9 @@ pub(super) fn incidents(remote: &RemoteArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-pub(super) fn retry(args: &IdArgs) -> anyhow::Result<ExitCode> {
-    let value = args.remote.client().post(&format!("/v1/incidents/{}/retry", args.id), None, &[])?;
+/// `retry` or `discard` an incident.
+pub(super) fn incident(args: &IdArgs, action: &str) -> anyhow::Result<ExitCode> {
+    let value = args.remote.client().post(&format!("/v1/incidents/{}/{action}", args.id), None, &[])?;
     print(&args.remote, &value, |v| format!("job {}: {}\n", v["id"], text(&v["result"])))
 }
 

@@ -7,10 +7,11 @@
 //! | 401 | `unauthorized` | no bearer token, or an unknown one |
 //! | 404 | `unknown-topic` | no such topic, or another tenant's |
 //! | 404 | `not-found` | no such job, or another tenant's; no such endpoint |
-//! | 409 | `not-an-incident` | retrying a job that is not an open incident |
+//! | 409 | `not-an-incident` | retrying or discarding a job that is not an open incident |
 //! | 409 | `no-rollback` | no version to roll back to |
 //! | 409 | `not-a-plugin-topic` | deploying to a topic run by native code |
 //! | 409 | `store-conflict` | the store met a concurrent write: try again |
+//! | 410 | `cursor-gone` | an outcome-stream cursor below what was pruned (the body's `oldest_cursor` is where to start again) |
 //! | 413 | `payload-too-large` | a body above the configured limit |
 //! | 422 | `invalid-plugin` | a deployed component that fails validation |
 //! | 429 | `quota-exceeded` | the tenant's `max_queued` is reached |

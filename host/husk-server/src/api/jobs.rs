@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Api, ApiError, Caller, blocking, read_body};
-use husk::store::{CancelResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
+use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
 
 /// The header carrying an idempotency key.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -147,6 +147,27 @@ pub(super) async fn incidents(State(api): State<Arc<Api>>, caller: Caller) -> Re
 
 /// `POST /v1/incidents/{id}/retry`: re-queues an incident with a fresh
 /// attempt budget.
+/// `POST /v1/incidents/{id}/discard`: closes an open incident without
+/// retrying it (it leaves the incident list for good).
+pub(super) async fn discard(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = parse_id(&id)?;
+    blocking(move || {
+        own_job(&api, &caller.tenant, id)?;
+        match api.host.discard_incident(id)? {
+            DiscardResult::Discarded => Ok(Json(json!({ "id": id, "result": "discarded" }))),
+            DiscardResult::NotAnIncident => {
+                Err(ApiError::new(StatusCode::CONFLICT, "not-an-incident", format!("job {id} is not an open incident")))
+            }
+            DiscardResult::NotFound => Err(ApiError::job_not_found(id)),
+        }
+    })
+    .await
+}
+
 pub(super) async fn retry(
     State(api): State<Arc<Api>>,
     caller: Caller,

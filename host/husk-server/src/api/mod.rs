@@ -94,6 +94,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/jobs/{id}/cancel", post(jobs::cancel))
         .route("/incidents", get(jobs::incidents))
         .route("/incidents/{id}/retry", post(jobs::retry))
+        .route("/incidents/{id}/discard", post(jobs::discard))
         .route("/outcomes", get(outcomes::long_poll))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint") });
     Router::new().nest("/v1", v1).route("/healthz", get(healthz)).route("/metrics", get(metrics)).with_state(api)

@@ -9,8 +9,10 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::Notify;
 
 use super::{Api, ApiError, Caller, blocking};
@@ -56,12 +58,13 @@ pub(super) struct OutcomesQuery {
 
 /// `GET /v1/outcomes?after=&limit=&wait=`: `{"outcomes": [...], "cursor":
 /// N}`; pass `cursor` as the next `after`. Outcomes of other tenants are
-/// skipped (the cursor moves past them).
+/// skipped (the cursor moves past them). A cursor below what the cleaner
+/// pruned is refused with 410 `cursor-gone` and `oldest_cursor`.
 pub(super) async fn long_poll(
     State(api): State<Arc<Api>>,
     caller: Caller,
     query: Result<Query<OutcomesQuery>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let wait = match &query.wait {
         Some(text) => humantime::parse_duration(text)
@@ -73,6 +76,18 @@ pub(super) async fn long_poll(
     let topics = api.topics_of(&caller.tenant);
     let deadline = tokio::time::Instant::now() + wait;
     let mut cursor = query.after.unwrap_or(0);
+    // Outcomes after the cursor may have been pruned: say so, never skip
+    // them silently.
+    let store = api.host.dispatcher().store().clone();
+    let pruned_through = blocking(move || Ok(store.pruned_through()?)).await?;
+    if cursor < pruned_through {
+        let message = format!(
+            "outcomes after cursor {cursor} were pruned (kept as long as the retention says); \
+             the oldest cursor still complete is {pruned_through}"
+        );
+        let body = json!({ "error": "cursor-gone", "message": message, "oldest_cursor": pruned_through });
+        return Ok((StatusCode::GONE, Json(body)).into_response());
+    }
     loop {
         let notified = api.feed.notify.notified();
         tokio::pin!(notified);
@@ -88,7 +103,7 @@ pub(super) async fn long_poll(
         let outcomes: Vec<TerminalOutcome> = batch.into_iter().filter(|o| topics.contains(&o.topic)).collect();
         let now = tokio::time::Instant::now();
         if !outcomes.is_empty() || now >= deadline {
-            return Ok(Json(json!({ "outcomes": outcomes, "cursor": cursor })));
+            return Ok(Json(json!({ "outcomes": outcomes, "cursor": cursor })).into_response());
         }
         let _ = tokio::time::timeout((deadline - now).min(RECHECK), notified).await;
     }

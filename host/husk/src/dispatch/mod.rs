@@ -29,8 +29,8 @@ use crate::quota::ConcurrencyGate;
 use crate::retry::{RetryPolicy, RetryPolicySpec};
 use crate::sandbox::{CancelToken, Ending};
 use crate::store::{
-    CancelResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Report, Reported,
-    RetryIncidentResult, StoreError, StoreEvents,
+    CancelResult, DiscardResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Pruned, Report,
+    Reported, Retention, RetryIncidentResult, StoreError, StoreEvents,
 };
 
 /// How a topic's faults are classified and retried.
@@ -98,7 +98,12 @@ impl Dispatcher {
     ) -> Arc<Self> {
         let notifier = Notifier::new();
         clock.subscribe(&notifier);
-        let snapshot = Snapshot { taken_at: clock.now(), totals: Totals::default(), depths: Default::default() };
+        let snapshot = Snapshot {
+            taken_at: clock.now(),
+            totals: Totals::default(),
+            depths: Default::default(),
+            oldest_outcome: None,
+        };
         let dispatcher = Arc::new(Self {
             store,
             clock,
@@ -391,6 +396,37 @@ impl Dispatcher {
         Ok(changed)
     }
 
+    /// Prunes what `retention` no longer keeps, as of now, in batches of
+    /// `batch` until a batch comes back short (see [`JobStore::prune`]);
+    /// counted in [`Totals`].
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails (what was pruned before stays
+    /// pruned).
+    pub fn prune(&self, retention: &Retention, batch: usize) -> Result<Pruned, StoreError> {
+        let batch = batch.max(1);
+        let mut all = Pruned::default();
+        loop {
+            let pruned = self.store.prune(retention, self.clock.now(), batch)?;
+            self.counters.pruned(pruned);
+            all.outcomes += pruned.outcomes;
+            all.keys += pruned.keys;
+            if pruned.outcomes < batch as u64 {
+                return Ok(all);
+            }
+        }
+    }
+
+    /// Closes an open incident without retrying it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+        self.store.discard_incident(id)
+    }
+
     /// Registers `job` as running and returns its cancel token (already
     /// cancelled if a cancel raced ahead of the registration), so
     /// [`Dispatcher::cancel`] can interrupt it. Keep the guard until the
@@ -421,6 +457,7 @@ impl Dispatcher {
             taken_at: self.clock.now(),
             totals: self.counters.totals(),
             depths: self.store.depths()?.into_iter().collect(),
+            oldest_outcome: self.store.outcomes_after(0, 1)?.first().map(|o| o.finished_at),
         });
         self.snapshot.store(snapshot.clone());
         Ok(snapshot)

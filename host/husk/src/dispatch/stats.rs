@@ -33,6 +33,8 @@ pub(crate) struct Counters {
     retries: AtomicU64,
     reports_dropped: AtomicU64,
     kills: [AtomicU64; KILL_CODES.len()],
+    pruned_outcomes: AtomicU64,
+    pruned_keys: AtomicU64,
 }
 
 impl Counters {
@@ -72,6 +74,11 @@ impl Counters {
         }
     }
 
+    pub(crate) fn pruned(&self, pruned: crate::store::Pruned) {
+        self.pruned_outcomes.fetch_add(pruned.outcomes, Ordering::Relaxed);
+        self.pruned_keys.fetch_add(pruned.keys, Ordering::Relaxed);
+    }
+
     pub(crate) fn totals(&self) -> Totals {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Totals {
@@ -84,6 +91,8 @@ impl Counters {
             retries: load(&self.retries),
             reports_dropped: load(&self.reports_dropped),
             kills: KILL_CODES.iter().zip(&self.kills).map(|(code, n)| ((*code).to_owned(), load(n))).collect(),
+            pruned_outcomes: load(&self.pruned_outcomes),
+            pruned_keys: load(&self.pruned_keys),
         }
     }
 }
@@ -107,6 +116,10 @@ pub struct Totals {
     pub retries: u64,
     /// Reports dropped because the reporter's lock had expired.
     pub reports_dropped: u64,
+    /// Ended jobs' outcomes this process's cleaner pruned.
+    pub pruned_outcomes: u64,
+    /// Idempotency keys this process's cleaner pruned.
+    pub pruned_keys: u64,
     /// Attempts killed or trapped, by reserved fault code.
     pub kills: BTreeMap<String, u64>,
 }
@@ -128,4 +141,18 @@ pub struct Snapshot {
     pub totals: Totals,
     /// Live jobs per topic.
     pub depths: BTreeMap<String, Depth>,
+    /// When the oldest outcome the store keeps ended (the first in its
+    /// log), if any.
+    #[serde(with = "optional_millis")]
+    pub oldest_outcome: Option<SystemTime>,
+}
+
+mod optional_millis {
+    use std::time::SystemTime;
+
+    use serde::{Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(time: &Option<SystemTime>, serializer: S) -> Result<S::Ok, S::Error> {
+        time.map(crate::fault::epoch_millis::to_millis).serialize(serializer)
+    }
 }

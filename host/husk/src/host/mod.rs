@@ -30,9 +30,15 @@ use crate::plugin::PluginError;
 use crate::quota::{ConcurrencyGate, QueueCheck, Quota};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::Sandbox;
-use crate::store::{CancelResult, Enqueued, JobId, JobStore, MemoryStore, StoreError};
+use crate::store::{CancelResult, DiscardResult, Enqueued, JobId, JobStore, MemoryStore, Retention, StoreError};
 use crate::versions::{KEPT_VERSIONS, VersionLog};
 use crate::worker::{AttemptObserver, Handler, PoolHooks, WasmHandler, WorkerPool};
+
+/// How often the cleaner prunes ended jobs (see [`HostBuilder::retention`]).
+pub const PRUNE_EVERY: Duration = Duration::from_secs(60);
+
+/// Outcomes pruned per store transaction.
+pub const PRUNE_BATCH: usize = 1_000;
 
 /// Why a host could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +96,8 @@ pub struct HostBuilder {
     observer: Option<Arc<dyn AttemptObserver>>,
     start_workers: bool,
     kept_versions: usize,
+    retention: Option<Retention>,
+    prune_every: Duration,
 }
 
 impl HostBuilder {
@@ -146,6 +154,20 @@ impl HostBuilder {
     /// a rollback can go back to after a restart.
     pub fn kept_versions(mut self, keep: usize) -> Self {
         self.kept_versions = keep.max(1);
+        self
+    }
+
+    /// How long ended jobs are kept (default [`Retention::default`]):
+    /// while the workers run, a cleaner prunes the store every
+    /// [`PRUNE_EVERY`]. `None`: nothing is pruned (the store grows).
+    pub fn retention(mut self, retention: Option<Retention>) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// How often the cleaner prunes (default [`PRUNE_EVERY`]).
+    pub fn prune_every(mut self, every: Duration) -> Self {
+        self.prune_every = every;
         self
     }
 
@@ -222,6 +244,8 @@ impl HostBuilder {
             quotas: self.quotas,
             queue_checks,
             kept_versions: self.kept_versions,
+            retention: self.retention,
+            prune_every: self.prune_every,
             pools: Mutex::new(Vec::new()),
             publisher: Mutex::new(None),
             follower: Mutex::new(None),
@@ -256,6 +280,10 @@ pub struct Host {
     queue_checks: HashMap<String, Mutex<QueueCheck>>,
     /// Plugin versions kept in the store per topic.
     kept_versions: usize,
+    /// How long ended jobs are kept; `None`: forever.
+    retention: Option<Retention>,
+    /// How often the cleaner prunes.
+    prune_every: Duration,
     pools: Mutex<Vec<WorkerPool>>,
     publisher: Mutex<Option<JoinHandle<()>>>,
     /// The thread following other processes' deploys and rollbacks.
@@ -287,6 +315,8 @@ impl Host {
             observer: None,
             start_workers: true,
             kept_versions: KEPT_VERSIONS,
+            retention: Some(Retention::default()),
+            prune_every: PRUNE_EVERY,
         }
     }
 
@@ -342,6 +372,16 @@ impl Host {
             check.added(self.dispatcher.enqueued());
         }
         Ok(enqueued)
+    }
+
+    /// Closes an open incident without retrying it: it leaves the incident
+    /// list, and its outcome is pruned after [`Retention::failed`].
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+        self.dispatcher.discard_incident(id)
     }
 
     /// Cancels a job.
@@ -426,13 +466,30 @@ impl Host {
             )?);
         }
         let (dispatcher, stopping) = (self.dispatcher.clone(), self.stopping.clone());
+        let (retention, prune_every) = (self.retention, self.prune_every);
         let publisher = std::thread::Builder::new().name("husk-snapshot".into()).spawn(move || {
+            // The cleaner runs on this thread too, at most every
+            // `prune_every` (real time: it paces work; what is old enough
+            // to go is decided by the dispatcher's clock).
+            let mut pruned_at: Option<std::time::Instant> = None;
             while !stopping.load(Ordering::Acquire) {
+                if let Some(retention) = &retention
+                    && pruned_at.is_none_or(|at| at.elapsed() >= prune_every)
+                {
+                    pruned_at = Some(std::time::Instant::now());
+                    match dispatcher.prune(retention, PRUNE_BATCH) {
+                        Ok(pruned) if pruned.outcomes > 0 => {
+                            tracing::info!(outcomes = pruned.outcomes, keys = pruned.keys, "pruned ended jobs");
+                        }
+                        Ok(_) => {}
+                        Err(error) => tracing::warn!(%error, "pruning ended jobs failed"),
+                    }
+                }
                 if let Err(error) = dispatcher.publish_snapshot() {
                     tracing::warn!(%error, "publishing the status snapshot failed");
                 }
                 // Unparked by `shutdown_within`.
-                std::thread::park_timeout(Duration::from_secs(1));
+                std::thread::park_timeout(Duration::from_secs(1).min(prune_every));
             }
         })?;
         *self.publisher.lock() = Some(publisher);

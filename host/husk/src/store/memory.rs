@@ -2,11 +2,11 @@
 //! queues per topic, gates and lock expiries ordered by time) and a bounded
 //! log of terminal outcomes. Fast, and gone when the process ends.
 //!
-//! Idempotency keys are kept in a map that is never pruned (a key must
-//! outlive its job, and the outcome log's retention forgets jobs): a store
-//! fed a new key per job grows by one entry per job for the life of the
-//! process. A key whose job was forgotten still enqueues nothing and names
-//! that job, which `get` no longer finds.
+//! Idempotency keys are kept as long as their job: [`JobStore::prune`]
+//! forgets both. The log is also bounded by count (the last
+//! [`DEFAULT_RETAINED_OUTCOMES`] by default): past it the oldest outcome is
+//! forgotten, but not its key — a key whose job was forgotten that way
+//! still enqueues nothing and names that job, which `get` no longer finds.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -18,9 +18,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde_json::json;
 
 use super::{
-    AttemptRecord, CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
-    ListFilter, Lock, LockInfo, NewJob, Report, Reported, RetryIncidentResult, StoreError, StoredVersion, TopicVersion,
-    expired_attempt,
+    AttemptRecord, CancelResult, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState,
+    JobStore, ListFilter, Lock, LockInfo, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult, StoreError,
+    StoredVersion, TopicVersion, expired_attempt,
 };
 use crate::fault::{Fault, codes, epoch_millis};
 use crate::outcome::{Outcome, TerminalOutcome};
@@ -58,13 +58,14 @@ struct Inner {
     log: VecDeque<TerminalOutcome>,
     incidents: BTreeSet<JobId>,
     depths: HashMap<String, Depth>,
-    /// Idempotency keys and the job that took each; never pruned (see the
-    /// module docs).
+    /// Idempotency keys and the job that took each (see the module docs).
     keys: HashMap<String, JobId>,
     /// Paused topics: not fetched.
     paused: BTreeSet<String>,
     /// Plugin versions per topic.
     versions: HashMap<String, Versions>,
+    /// The highest outcome sequence number pruned (by age or by count).
+    pruned_through: u64,
 }
 
 /// A topic's kept plugin versions.
@@ -242,13 +243,19 @@ impl Inner {
         self.ended.insert(id, Ended { record, history: job.history, seq: terminal.seq, incident });
         self.log.push_back(terminal.clone());
         while self.log.len() > retained {
-            if let Some(old) = self.log.pop_front()
-                && self.ended.get(&old.job_id).is_some_and(|e| e.seq == old.seq && e.incident.is_none())
-            {
-                self.ended.remove(&old.job_id);
+            if let Some(old) = self.log.pop_front() {
+                self.pruned_through = self.pruned_through.max(old.seq);
+                if self.ended.get(&old.job_id).is_some_and(|e| e.seq == old.seq && e.incident.is_none()) {
+                    self.ended.remove(&old.job_id);
+                }
             }
         }
         terminal
+    }
+
+    /// Whether the outcome `seq` of `job` is an open incident.
+    fn open_incident(&self, job: JobId, seq: u64) -> bool {
+        self.ended.get(&job).is_some_and(|e| e.seq == seq && e.incident.is_some())
     }
 
     /// Whether `lock` is held, unexpired, on a running job.
@@ -563,6 +570,48 @@ impl JobStore for MemoryStore {
 
     fn paused(&self) -> Result<Vec<String>, StoreError> {
         Ok(self.lock().paused.iter().cloned().collect())
+    }
+
+    fn prune(&self, retention: &Retention, now: SystemTime, batch: usize) -> Result<Pruned, StoreError> {
+        let mut inner = self.lock();
+        let expired: Vec<(u64, JobId)> = inner
+            .log
+            .iter()
+            .filter(|o| o.finished_at + retention.of(o.outcome.kind()) <= now && !inner.open_incident(o.job_id, o.seq))
+            .take(batch)
+            .map(|o| (o.seq, o.job_id))
+            .collect();
+        let seqs: BTreeSet<u64> = expired.iter().map(|(seq, _)| *seq).collect();
+        inner.log.retain(|o| !seqs.contains(&o.seq));
+        let mut gone = BTreeSet::new();
+        for (seq, job) in &expired {
+            if inner.ended.get(job).is_some_and(|e| e.seq == *seq) {
+                inner.ended.remove(job);
+            }
+            if !inner.ended.contains_key(job) && !inner.live.contains_key(job) {
+                gone.insert(*job);
+            }
+            inner.pruned_through = inner.pruned_through.max(*seq);
+        }
+        let keys = inner.keys.len();
+        inner.keys.retain(|_, job| !gone.contains(job));
+        Ok(Pruned { outcomes: expired.len() as u64, keys: (keys - inner.keys.len()) as u64 })
+    }
+
+    fn pruned_through(&self) -> Result<u64, StoreError> {
+        Ok(self.lock().pruned_through)
+    }
+
+    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+        let mut inner = self.lock();
+        if !inner.incidents.remove(&id) {
+            let known = inner.live.contains_key(&id) || inner.ended.contains_key(&id);
+            return Ok(if known { DiscardResult::NotAnIncident } else { DiscardResult::NotFound });
+        }
+        if let Some(ended) = inner.ended.get_mut(&id) {
+            ended.incident = None;
+        }
+        Ok(DiscardResult::Discarded)
     }
 
     fn put_version(

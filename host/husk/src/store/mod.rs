@@ -12,7 +12,8 @@
 //! Every spent attempt is recorded in the job's history ([`AttemptRecord`]:
 //! the plugin version that ran it and its fault), kept when the job ends
 //! and across retried incidents. An idempotency key ([`NewJob::key`]) is
-//! kept for good, beyond the job's end.
+//! kept as long as its job, beyond the job's end: [`JobStore::prune`]
+//! forgets both once the job's retention has passed.
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -44,7 +45,8 @@ pub struct NewJob {
     pub not_before: Option<SystemTime>,
     /// An idempotency key, unique across the store: a second enqueue with
     /// the same key enqueues nothing and returns the first job's id, whether
-    /// that job is live or ended. `None`: no key, always enqueued.
+    /// that job is live or ended (until the ended job is pruned, see
+    /// [`JobStore::prune`]). `None`: no key, always enqueued.
     pub key: Option<String>,
 }
 
@@ -419,6 +421,72 @@ impl StoreError {
     }
 }
 
+/// How long ended jobs are kept (see [`JobStore::prune`]): their outcome,
+/// history and idempotency key go after this long, counted from when they
+/// ended. Open incidents are kept until they are retried or discarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    /// Completed jobs (default 24 h).
+    #[serde(with = "humantime_serde")]
+    pub completed: Duration,
+    /// Business errors and statuses, and cancelled jobs (default 7 days).
+    #[serde(with = "humantime_serde")]
+    pub business: Duration,
+    /// Failed jobs no longer open incidents: discarded, or retried and
+    /// ended again since (default 7 days).
+    #[serde(with = "humantime_serde")]
+    pub failed: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        const DAY: Duration = Duration::from_secs(24 * 3600);
+        Self { completed: DAY, business: 7 * DAY, failed: 7 * DAY }
+    }
+}
+
+impl Retention {
+    /// The retention of an outcome of kind `kind` (see [`Outcome::kind`]).
+    pub fn of(&self, kind: &str) -> Duration {
+        match kind {
+            "completed" => self.completed,
+            "failed" => self.failed,
+            _ => self.business,
+        }
+    }
+
+    /// The outcome kinds kept for each retention, as the SQL stores prune
+    /// them: (kinds, how long).
+    pub fn classes(&self) -> [(&'static [&'static str], Duration); 3] {
+        [
+            (&["completed"], self.completed),
+            (&["business-error", "business-status", "cancelled"], self.business),
+            (&["failed"], self.failed),
+        ]
+    }
+}
+
+/// What a [`JobStore::prune`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Outcomes (ended jobs, with their histories).
+    pub outcomes: u64,
+    /// Idempotency keys of those jobs.
+    pub keys: u64,
+}
+
+/// The result of [`JobStore::discard_incident`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiscardResult {
+    /// The incident is closed: no longer listed or retryable; its outcome
+    /// is kept as long as [`Retention::failed`] says.
+    Discarded,
+    /// The job is not an open incident.
+    NotAnIncident,
+    /// No such job.
+    NotFound,
+}
+
 /// A plugin version the store keeps (see [`JobStore::put_version`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredVersion {
@@ -561,6 +629,41 @@ pub trait JobStore: Send + Sync + 'static {
     /// [`StoreError`] when the store fails.
     fn paused(&self) -> Result<Vec<String>, StoreError> {
         Ok(Vec::new())
+    }
+
+    /// Deletes, at most `batch` at a time, the outcomes (with their
+    /// histories, and the idempotency keys of their jobs) that ended longer
+    /// ago than `retention` keeps them, as of `now`. Open incidents are
+    /// never pruned. Call it again while it prunes a whole batch. A store
+    /// that prunes nothing (this default) grows without bound.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn prune(&self, retention: &Retention, now: SystemTime, batch: usize) -> Result<Pruned, StoreError> {
+        let _ = (retention, now, batch);
+        Ok(Pruned::default())
+    }
+
+    /// The highest outcome sequence number pruned so far (0: none): a
+    /// reader of the outcome log whose cursor is below it may have missed
+    /// outcomes, and must start again from it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn pruned_through(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
+    /// Closes an open incident without retrying it (see [`DiscardResult`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails or cannot discard.
+    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+        let _ = id;
+        Err(StoreError::Failed { store: "this store".into(), message: "discarding incidents is not supported".into() })
     }
 
     /// Keeps `version` of `topic` (its component is `component`) and makes

@@ -269,3 +269,44 @@ pub fn stored_version(
         .ok_or_else(|| format!("plugin version {digest}: unknown origin `{origin}`"))?;
     Ok(super::StoredVersion { digest, stamp: crate::versions::Stamp { origin, by, at: time(at) } })
 }
+
+/// The cutoffs (ms since the epoch) of a prune at `now`: outcomes of each
+/// kind that ended at or before theirs go; `[completed, failed, others,
+/// the latest of the three]`. See [`prune_candidates!`].
+pub fn prune_cutoffs(retention: &super::Retention, now: SystemTime) -> [i64; 4] {
+    let cutoff = |keep| now.checked_sub(keep).map_or(-1, millis);
+    let cutoffs = [cutoff(retention.completed), cutoff(retention.failed), cutoff(retention.business)];
+    [cutoffs[0], cutoffs[1], cutoffs[2], cutoffs.into_iter().max().unwrap_or(-1)]
+}
+
+/// The subquery selecting up to `$5` prunable outcomes (not open incidents,
+/// ended before their kind's cutoff `$1`–`$3`, bounded by `$4`; see
+/// [`prune_cutoffs`]), oldest first, from the outcome table `$table`, with
+/// placeholders `$p` (`?` or `$`). An outcome's JSON
+/// starts with its kind (serde writes an internally tagged enum's tag first).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __husk_sql_prune_candidates {
+    ($table:literal, $p:literal) => {
+        concat!(
+            "SELECT seq FROM ",
+            $table,
+            " WHERE NOT open_incident AND finished_at <= ",
+            $p,
+            "4
+               AND finished_at <= CASE WHEN outcome LIKE '{\"kind\":\"completed\"%' THEN ",
+            $p,
+            "1
+                                       WHEN outcome LIKE '{\"kind\":\"failed\"%' THEN ",
+            $p,
+            "2
+                                       ELSE ",
+            $p,
+            "3 END
+             ORDER BY finished_at LIMIT ",
+            $p,
+            "5"
+        )
+    };
+}
+pub use crate::__husk_sql_prune_candidates as prune_candidates;
