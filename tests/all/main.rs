@@ -12,6 +12,7 @@ mod cli;
 mod crash;
 mod dispatch;
 mod dispatch_props;
+mod faults;
 mod guests;
 mod host;
 mod hostile;

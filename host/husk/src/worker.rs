@@ -16,7 +16,7 @@ use crate::dispatch::Dispatcher;
 use crate::plugin::Plugin;
 use crate::quota::ConcurrencyGate;
 use crate::sandbox::{CancelToken, Ending, Job, Kill, Limits, Sandbox};
-use crate::store::{FetchRequest, LockedJob, Report, Reported};
+use crate::store::{FetchRequest, Lock, LockedJob, Report, Reported};
 
 /// What a handler made of one job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -406,12 +406,7 @@ impl Worker {
                 reports.push((job.lock, report));
                 guards.push(guard);
             }
-            match self.dispatcher.submit(reports) {
-                Ok(results) => self.observe_retries(&jobs, &results),
-                Err(error) => {
-                    tracing::error!(worker = %self.name, %error, "report failed; the jobs' locks will expire and be retried");
-                }
-            }
+            self.submit(&jobs, reports);
             drop(guards);
             if let Some(gate) = &self.hooks.gate
                 && gate.give(jobs.len())
@@ -419,6 +414,31 @@ impl Worker {
                 // Fetchers of the tenant's topics wait for a permit.
                 self.dispatcher.wake_fetchers();
             }
+        }
+    }
+
+    /// Submits a batch's reports. A store that is unavailable (a
+    /// restarting server, a full disk) is tried again, backing off, while
+    /// the batch's locks last: the reports are re-validated against the
+    /// locks, so one that did commit before its answer was lost is not
+    /// applied twice. Given up, the locks expire and the jobs are retried.
+    fn submit(&self, jobs: &[LockedJob], reports: Vec<(Lock, Report)>) {
+        let expires = jobs.iter().map(|j| j.lock_expires_at).min();
+        let mut failures = 0u32;
+        loop {
+            let error = match self.dispatcher.submit(reports.clone()) {
+                Ok(results) => return self.observe_retries(jobs, &results),
+                Err(error) => error,
+            };
+            failures += 1;
+            let backoff = Duration::from_millis(50 << failures.min(4));
+            let in_time = expires.is_some_and(|at| self.dispatcher.clock().now() + backoff < at);
+            if !error.is_retryable() || !in_time {
+                tracing::error!(worker = %self.name, %error, "report failed; the jobs' locks will expire and be retried");
+                return;
+            }
+            tracing::warn!(worker = %self.name, %error, "report failed; trying again");
+            std::thread::sleep(backoff);
         }
     }
 
