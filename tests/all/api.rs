@@ -94,6 +94,12 @@ impl Server {
         std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
     }
 
+    /// Kills the process with SIGKILL (no shutdown at all).
+    pub fn kill9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
     /// Sends SIGTERM and waits for the process to exit, for at most 60 s
     /// (then it is killed and the test fails); returns its exit status and
     /// its directory.
@@ -117,7 +123,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        }
         let _ = self.child.wait();
     }
 }

@@ -9,6 +9,7 @@ mod binary;
 mod blocking;
 mod classify;
 mod cli;
+mod cluster_quota;
 mod crash;
 mod dispatch;
 mod dispatch_props;

@@ -63,8 +63,17 @@ fn a_tenants_running_jobs_never_exceed_max_concurrent_across_its_topics() {
         host.dispatcher().enqueue_many(topic, vec![b"{}".to_vec(); 100], None).unwrap();
     }
     // Eight workers with work for all of them: the gate fills, and stays
-    // full while the jobs wait.
-    wait_until("the gate to fill", || host.concurrency("acme") == Some((LIMIT, LIMIT)));
+    // full while the jobs wait. A permit is taken before its job reaches
+    // the handler (and a worker of `one` holds two, running its batch's
+    // jobs one by one), so wait for the gate and for a job in the handler;
+    // then give the other workers time to try for more.
+    wait_until("the gate to fill and a job to run", || {
+        host.concurrency("acme") == Some((LIMIT, LIMIT)) && overlap.running.load(Ordering::Acquire) > 0
+    });
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(host.concurrency("acme"), Some((LIMIT, LIMIT)), "the gate stays full");
     let peak = overlap.peak.load(Ordering::Acquire);
     assert!((1..=LIMIT).contains(&peak), "{peak} jobs ran at once with the gate full, limit {LIMIT}");
     overlap.open.store(true, Ordering::Release);

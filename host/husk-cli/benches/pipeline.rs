@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use husk::engine::EngineConfig;
 use husk::outcome::{Outcome, OutcomeSink, TerminalOutcome};
+use husk::quota::Quota;
 use husk::sandbox::CancelToken;
 use husk::sandbox::Ending;
 use husk::store::{JobStore, LockedJob, MemoryStore};
@@ -77,16 +78,30 @@ impl Handler for NativeTransform {
 }
 
 fn measure(label: &str, topic: Topic, store: Arc<dyn JobStore>, jobs: usize) -> f64 {
+    measure_gated(label, topic, store, jobs, None)
+}
+
+/// [`measure`], the topic's tenant limited to `max_concurrent` jobs at once
+/// (on PostgreSQL, permits leased from the store: the cluster-wide gate).
+fn measure_gated(
+    label: &str,
+    topic: Topic,
+    store: Arc<dyn JobStore>,
+    jobs: usize,
+    max_concurrent: Option<usize>,
+) -> f64 {
     let counter = Arc::new(Counter::default());
     counter.target.store(jobs as u64, Ordering::Relaxed);
-    let host = Host::builder()
+    let mut builder = Host::builder()
         .store(store)
         .engine(EngineConfig::default())
         .sink(counter.clone())
-        .topic(topic.with_workers(2).with_fetch_batch(batch()))
-        .start_workers(false)
-        .build()
-        .unwrap();
+        .topic(topic.with_workers(2).with_fetch_batch(batch()).with_tenant("bench-tenant"))
+        .start_workers(false);
+    if let Some(max) = max_concurrent {
+        builder = builder.quota("bench-tenant", Quota::default().with_max_concurrent(Some(max)));
+    }
+    let host = builder.build().unwrap();
     host.dispatcher().enqueue_many("bench", inputs(jobs), None).unwrap();
     let started = Instant::now();
     host.start_workers().unwrap();
@@ -251,6 +266,9 @@ fn main() {
         return pg_worker(&args[i + 1], &args[i + 2]);
     }
     let jobs = args.iter().skip(1).find_map(|a| a.parse().ok()).unwrap_or(200_000);
+    if args.iter().any(|a| a == "--gate") {
+        return measure_gate(jobs);
+    }
     let memory = || Arc::new(MemoryStore::new()) as Arc<dyn JobStore>;
     let native =
         measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), memory(), jobs);
@@ -281,6 +299,28 @@ fn main() {
             let schema = format!("lat_{}_{batch}", std::process::id());
             measure_latency("PostgreSQL", postgres(url, &schema), batch, latency_jobs);
             drop_schema(url, &schema);
+        }
+    }
+}
+
+/// `-- --gate [JOBS]`: the cost of the cluster-wide concurrency gate on
+/// PostgreSQL: the same run without a tenant limit, then with one high
+/// enough never to hold a job back (2 workers x the batch), so only the
+/// leases' cost shows; three rounds each, alternating.
+fn measure_gate(jobs: usize) {
+    let Some(url) = postgres_url() else {
+        return println!("PostgreSQL skipped: no server (run `scripts/postgres start` or set HUSK_TEST_POSTGRES)");
+    };
+    let limit = 2 * batch();
+    for round in 0..3 {
+        for gate in [None, Some(limit)] {
+            let schema = format!("gate_{}_{round}_{}", std::process::id(), gate.is_some());
+            let label = match gate {
+                Some(limit) => format!("PostgreSQL, 1 process x 2 workers, cluster-wide gate of {limit}"),
+                None => "PostgreSQL, 1 process x 2 workers, no gate".to_owned(),
+            };
+            measure_gated(&label, Topic::wasm("bench", transform()), postgres(&url, &schema), jobs, gate);
+            drop_schema(&url, &schema);
         }
     }
 }

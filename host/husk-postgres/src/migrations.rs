@@ -73,6 +73,32 @@ CREATE INDEX husk_outcomes_finished ON husk_outcomes (finished_at);
 CREATE INDEX husk_keys_job ON husk_keys (job_id);
 INSERT INTO husk_meta (key, value) VALUES ('pruned_through', 0);
 CREATE TABLE husk_paused (topic TEXT PRIMARY KEY);
+CREATE TABLE husk_permits (
+    tenant     TEXT   NOT NULL,
+    holder     TEXT   NOT NULL,
+    held       BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    PRIMARY KEY (tenant, holder)
+);
+-- Leases `want` more of a tenant's `limit` permits to a holder that holds
+-- `held`: one statement, serialized per tenant by a transaction-scoped
+-- advisory lock; soft state, so committed without waiting for the WAL flush.
+CREATE FUNCTION husk_acquire(p_tenant TEXT, p_holder TEXT, p_held BIGINT, p_want BIGINT, p_limit BIGINT,
+                             p_until BIGINT, p_now BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE
+    others BIGINT;
+    leased BIGINT;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    PERFORM pg_advisory_xact_lock(1752331116, hashtext(p_tenant));
+    SELECT coalesce(sum(held), 0) INTO others FROM husk_permits
+     WHERE tenant = p_tenant AND holder <> p_holder AND expires_at > p_now;
+    leased := greatest(0, least(p_want, p_limit - others - p_held));
+    INSERT INTO husk_permits (tenant, holder, held, expires_at) VALUES (p_tenant, p_holder, p_held + leased, p_until)
+        ON CONFLICT (tenant, holder) DO UPDATE SET held = excluded.held, expires_at = excluded.expires_at;
+    RETURN leased;
+END
+$$;
 CREATE TABLE husk_topic_versions (
     topic   TEXT   PRIMARY KEY,
     current TEXT   NOT NULL,

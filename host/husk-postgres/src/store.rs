@@ -11,14 +11,15 @@ use husk::store::sql::{
     time, to_json,
 };
 use husk::store::{
-    CancelResult, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
-    ListFilter, Lock, LockedJob, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult, StoreError,
-    StoreEvents, StoredVersion, TopicVersion,
+    CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
+    ListFilter, Lock, LockedJob, NewJob, Pruned, QueueCap, Report, Reported, Retention, RetryIncidentResult,
+    StoreError, StoreEvents, StoredVersion, TopicVersion,
 };
 
+use crate::Channels;
 use crate::PostgresStore;
 use crate::listener::Listener;
-use crate::pool::PgError;
+use crate::pool::{PgError, Tx};
 use crate::rows::{
     Arm, Ending, arm_all, claim, end_all, get_record, live_row, members_but_attempt, notify, outcome_row, record_of,
     select_live, select_outcomes, take_keys,
@@ -228,39 +229,26 @@ impl JobStore for PostgresStore {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
+        self.run_with("enqueue", |tx, channels| insert_jobs(tx, channels, &jobs, now))
+    }
+
+    fn enqueue_capped(&self, job: NewJob, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
         self.run_with("enqueue", |tx, channels| {
-            let count = jobs.len() as i64;
-            let mut ids: Vec<i64> = tx
-                .query("SELECT nextval('husk_jobs_id_seq') FROM generate_series(1, $1::bigint)", &[&count])?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            ids.sort_unstable();
-            let mut results: Vec<Enqueued> =
-                ids.iter().map(|&id| Enqueued { id: JobId(id as u64), created: true }).collect();
-            if jobs.iter().any(|j| j.key.is_some()) {
-                take_keys(tx, &jobs, &mut results)?;
-            }
-            // Only the jobs that took their key (or have none) are written;
-            // the ids drawn for the others are left unused.
-            let jobs: Vec<&NewJob> = jobs.iter().zip(&results).filter(|(_, e)| e.created).map(|(j, _)| j).collect();
-            let ids: Vec<i64> = results.iter().filter(|e| e.created).map(|e| e.id.0 as i64).collect();
-            let topics: Vec<&str> = jobs.iter().map(|j| j.topic.as_str()).collect();
-            let inputs: Vec<&[u8]> = jobs.iter().map(|j| j.input.as_slice()).collect();
-            let policies: Vec<String> = jobs.iter().map(|j| to_json(&j.policy)).collect();
-            let (states, gates): (Vec<i64>, Vec<Option<i64>>) =
-                jobs.iter().map(|j| armed_state(j.not_before, now)).unzip();
-            tx.execute(
-                "INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at)
-                 SELECT id, topic, input, policy, 1, state, not_before, $7
-                 FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::bigint[])
-                      AS n(id, topic, input, policy, state, not_before)",
-                &[&ids, &topics, &inputs, &policies, &states, &gates, &millis(now)],
+            // A transaction-scoped lock per tenant: its capped enqueues, in
+            // every process, count and insert one after another. Each state
+            // is counted on its own partial index.
+            tx.execute("SELECT pg_advisory_xact_lock(1752331117, hashtext($1))", &[&cap.tenant])?;
+            let row = tx.query_one(
+                "SELECT (SELECT count(*) FROM husk_jobs WHERE state = 0 AND topic = ANY($1))
+                      + (SELECT count(*) FROM husk_jobs WHERE state = 1 AND topic = ANY($1))
+                      + (SELECT count(*) FROM husk_jobs WHERE state = 2 AND topic = ANY($1))",
+                &[&cap.topics],
             )?;
-            if states.contains(&QUEUED) {
-                notify(tx, &channels.jobs, "")?;
+            let live = row.get::<_, i64>(0).max(0) as u64;
+            if live >= cap.max {
+                return Ok(Capped::Full { live });
             }
-            Ok(results)
+            Ok(Capped::Enqueued(insert_jobs(tx, channels, std::slice::from_ref(&job), now)?.remove(0)))
         })
     }
 
@@ -490,6 +478,51 @@ impl JobStore for PostgresStore {
         })
     }
 
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    fn acquire_permits(
+        &self,
+        tenant: &str,
+        holder: &str,
+        held: usize,
+        want: usize,
+        limit: usize,
+        until: SystemTime,
+        now: SystemTime,
+    ) -> Result<usize, StoreError> {
+        self.autocommit("lease permits", |query| {
+            let rows = query(
+                "SELECT husk_acquire($1, $2, $3, $4, $5, $6, $7)",
+                &[&tenant, &holder, &(held as i64), &(want as i64), &(limit as i64), &millis(until), &millis(now)],
+            )?;
+            Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0).max(0) as usize))
+        })
+    }
+
+    fn release_permits(&self, tenant: &str, holder: &str, held: usize, until: SystemTime) -> Result<(), StoreError> {
+        self.autocommit("return permits", |query| {
+            query(
+                "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true))
+                 UPDATE husk_permits SET held = $3, expires_at = $4
+                 WHERE tenant = $1 AND holder = $2 AND (SELECT true FROM relaxed)",
+                &[&tenant, &holder, &(held as i64), &millis(until)],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn permits_leased(&self, tenant: &str, now: SystemTime) -> Result<usize, StoreError> {
+        self.run("leased permits", |tx| {
+            let row = tx.query_one(
+                "SELECT coalesce(sum(held), 0)::BIGINT FROM husk_permits WHERE tenant = $1 AND expires_at > $2",
+                &[&tenant, &millis(now)],
+            )?;
+            Ok(row.get::<_, i64>(0) as usize)
+        })
+    }
+
     fn put_version(
         &self,
         topic: &str,
@@ -587,4 +620,43 @@ impl JobStore for PostgresStore {
             *listener = Some(Listener::start(self.config.clone(), self.name.clone(), self.channels.clone(), events));
         }
     }
+}
+
+/// Inserts new jobs in `tx` (see [`JobStore::enqueue`]).
+fn insert_jobs(
+    tx: &mut Tx<'_>,
+    channels: &Channels,
+    jobs: &[NewJob],
+    now: SystemTime,
+) -> Result<Vec<Enqueued>, PgError> {
+    let count = jobs.len() as i64;
+    let mut ids: Vec<i64> = tx
+        .query("SELECT nextval('husk_jobs_id_seq') FROM generate_series(1, $1::bigint)", &[&count])?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    ids.sort_unstable();
+    let mut results: Vec<Enqueued> = ids.iter().map(|&id| Enqueued { id: JobId(id as u64), created: true }).collect();
+    if jobs.iter().any(|j| j.key.is_some()) {
+        take_keys(tx, jobs, &mut results)?;
+    }
+    // Only the jobs that took their key (or have none) are written;
+    // the ids drawn for the others are left unused.
+    let jobs: Vec<&NewJob> = jobs.iter().zip(&results).filter(|(_, e)| e.created).map(|(j, _)| j).collect();
+    let ids: Vec<i64> = results.iter().filter(|e| e.created).map(|e| e.id.0 as i64).collect();
+    let topics: Vec<&str> = jobs.iter().map(|j| j.topic.as_str()).collect();
+    let inputs: Vec<&[u8]> = jobs.iter().map(|j| j.input.as_slice()).collect();
+    let policies: Vec<String> = jobs.iter().map(|j| to_json(&j.policy)).collect();
+    let (states, gates): (Vec<i64>, Vec<Option<i64>>) = jobs.iter().map(|j| armed_state(j.not_before, now)).unzip();
+    tx.execute(
+        "INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at)
+             SELECT id, topic, input, policy, 1, state, not_before, $7
+             FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::bigint[])
+                  AS n(id, topic, input, policy, state, not_before)",
+        &[&ids, &topics, &inputs, &policies, &states, &gates, &millis(now)],
+    )?;
+    if states.contains(&QUEUED) {
+        notify(tx, &channels.jobs, "")?;
+    }
+    Ok(results)
 }

@@ -2,11 +2,14 @@
 //! running at once (the concurrency gate) and live jobs (the queue check).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use crate::store::Depth;
+use crate::clock::Clock;
+use crate::store::{Depth, JobStore};
 
 /// Limits one tenant's topics share. `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,6 +41,10 @@ impl Quota {
 /// takes a permit per job it claims and gives it back when the job's report
 /// is in. Permits are taken only together with claimed jobs, so an idle
 /// worker never holds one another topic of the tenant could use.
+///
+/// With a store shared by several processes ([`ConcurrencyGate::shared`]),
+/// the permits are also leased from the store, so the limit holds across
+/// every process: see [`JobStore::acquire_permits`].
 #[derive(Debug)]
 pub struct ConcurrencyGate {
     limit: usize,
@@ -45,12 +52,45 @@ pub struct ConcurrencyGate {
     /// Set when a fetch found the gate full: the next permits given back
     /// must wake the waiting fetchers.
     starved: AtomicBool,
+    /// The store's leases, when the limit holds across processes.
+    shared: Option<SharedGate>,
+}
+
+/// The part of a gate kept in a store shared by several processes.
+pub struct SharedGate {
+    /// The store.
+    pub store: Arc<dyn JobStore>,
+    /// The dispatcher's clock.
+    pub clock: Arc<dyn Clock>,
+    /// The tenant.
+    pub tenant: String,
+    /// This process (unique per process).
+    pub holder: String,
+    /// How long a lease lasts without being renewed by a take or a give:
+    /// a killed process's permits come back after this.
+    pub lease: Duration,
+    /// Permits this process holds, as last written to the store; the store
+    /// is always told the whole count (so a write that failed is mended by
+    /// the next), and the mutex orders this process's writes.
+    pub leased: parking_lot::Mutex<usize>,
+}
+
+impl std::fmt::Debug for SharedGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedGate").field("tenant", &self.tenant).field("holder", &self.holder).finish_non_exhaustive()
+    }
 }
 
 impl ConcurrencyGate {
     /// A gate letting `limit` jobs run at once.
     pub fn new(limit: usize) -> Self {
-        Self { limit: limit.max(1), used: AtomicUsize::new(0), starved: AtomicBool::new(false) }
+        Self { limit: limit.max(1), used: AtomicUsize::new(0), starved: AtomicBool::new(false), shared: None }
+    }
+
+    /// A gate letting `limit` jobs of the tenant run at once across every
+    /// process sharing `shared.store`.
+    pub fn shared(limit: usize, shared: SharedGate) -> Self {
+        Self { shared: Some(shared), ..Self::new(limit) }
     }
 
     /// The limit.
@@ -64,8 +104,36 @@ impl ConcurrencyGate {
     }
 
     /// Takes up to `want` permits without waiting; returns how many it took
-    /// (0 when the tenant is at its limit).
+    /// (0 when the tenant is at its limit). A shared gate also leases them
+    /// from the store; a store failure takes none (and is logged).
     pub fn try_take(&self, want: usize) -> usize {
+        let take = self.try_take_here(want);
+        let Some(shared) = &self.shared else { return take };
+        if take == 0 {
+            return 0;
+        }
+        let mut held = shared.leased.lock();
+        let now = shared.clock.now();
+        let until = now + shared.lease;
+        let leased =
+            match shared.store.acquire_permits(&shared.tenant, &shared.holder, *held, take, self.limit, until, now) {
+                Ok(leased) => leased.min(take),
+                Err(error) => {
+                    tracing::warn!(tenant = %shared.tenant, %error, "leasing concurrency permits failed");
+                    0
+                }
+            };
+        *held += leased;
+        drop(held);
+        if leased < take {
+            // Other processes hold the rest: given back here, unflagged
+            // (their release wakes no one here; the fetch polls again).
+            self.used.fetch_sub(take - leased, Ordering::SeqCst);
+        }
+        leased
+    }
+
+    fn try_take_here(&self, want: usize) -> usize {
         let mut used = self.used.load(Ordering::Acquire);
         loop {
             let take = want.min(self.limit.saturating_sub(used));
@@ -93,6 +161,14 @@ impl ConcurrencyGate {
         if n == 0 {
             return false;
         }
+        if let Some(shared) = &self.shared {
+            let mut held = shared.leased.lock();
+            *held = held.saturating_sub(n);
+            let until = shared.clock.now() + shared.lease;
+            if let Err(error) = shared.store.release_permits(&shared.tenant, &shared.holder, *held, until) {
+                tracing::warn!(tenant = %shared.tenant, %error, "returning concurrency permits failed; the next lease write mends it");
+            }
+        }
         let before = self.used.fetch_sub(n, Ordering::SeqCst);
         debug_assert!(before >= n, "gave back more permits than taken");
         self.starved.swap(false, Ordering::SeqCst)
@@ -110,9 +186,11 @@ fn live_in<'a>(depths: impl IntoIterator<Item = (&'a String, &'a Depth)>, topics
 /// estimates from the last published snapshot (at most a second old) plus
 /// the jobs this process enqueued that the snapshot may not count — an
 /// over-estimate, as jobs that ended since are still counted — and counts
-/// exactly only when the estimate comes within a tenth of the limit. Jobs
-/// other processes enqueued since the snapshot are not in the estimate; near
-/// the limit the exact count sees them.
+/// exactly only when the estimate comes within a tenth of the limit. It
+/// serves a store one process uses: jobs other processes enqueued since the
+/// snapshot would not be in the estimate, so on a shared store
+/// ([`JobStore::is_shared`]) [`crate::Host`] counts every enqueue in the
+/// store instead ([`JobStore::enqueue_capped`]).
 ///
 /// Which enqueues a snapshot counts is decided by the dispatcher's enqueue
 /// count (`Dispatcher::enqueued`),

@@ -29,8 +29,8 @@ use crate::quota::ConcurrencyGate;
 use crate::retry::{RetryPolicy, RetryPolicySpec};
 use crate::sandbox::{CancelToken, Ending};
 use crate::store::{
-    CancelResult, DiscardResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Pruned, Report,
-    Reported, Retention, RetryIncidentResult, StoreError, StoreEvents,
+    CancelResult, Capped, DiscardResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Pruned,
+    QueueCap, Report, Reported, Retention, RetryIncidentResult, StoreError, StoreEvents,
 };
 
 /// How a topic's faults are classified and retried.
@@ -188,6 +188,29 @@ impl Dispatcher {
         let policy = self.topic_retry(topic)?;
         let job = NewJob { topic: topic.to_owned(), input, policy, not_before: None, key };
         Ok(self.add(vec![job])?.remove(0))
+    }
+
+    /// [`Dispatcher::enqueue_keyed`] within a tenant's `max_queued` (see
+    /// [`JobStore::enqueue_capped`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Dispatcher::enqueue_keyed`].
+    pub fn enqueue_capped(
+        &self,
+        topic: &str,
+        input: Vec<u8>,
+        key: Option<String>,
+        cap: &QueueCap<'_>,
+    ) -> Result<Capped, EnqueueError> {
+        let policy = self.topic_retry(topic)?;
+        let job = NewJob { topic: topic.to_owned(), input, policy, not_before: None, key };
+        let capped = self.store.enqueue_capped(job, cap, self.clock.now())?;
+        if let Capped::Enqueued(Enqueued { created: true, .. }) = capped {
+            self.counters.enqueued(1);
+            self.notifier.notify();
+        }
+        Ok(capped)
     }
 
     /// The retry policy of a new job of a registered `topic`.

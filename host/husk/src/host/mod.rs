@@ -27,10 +27,12 @@ use crate::dispatch::{Dispatcher, EnqueueError, Snapshot, TopicPolicy};
 use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::outcome::{NullSink, OutcomeSink};
 use crate::plugin::PluginError;
-use crate::quota::{ConcurrencyGate, QueueCheck, Quota};
+use crate::quota::{ConcurrencyGate, QueueCheck, Quota, SharedGate};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::Sandbox;
-use crate::store::{CancelResult, DiscardResult, Enqueued, JobId, JobStore, MemoryStore, Retention, StoreError};
+use crate::store::{
+    CancelResult, Capped, DiscardResult, Enqueued, JobId, JobStore, MemoryStore, QueueCap, Retention, StoreError,
+};
 use crate::versions::{KEPT_VERSIONS, VersionLog};
 use crate::worker::{AttemptObserver, Handler, PoolHooks, WasmHandler, WorkerPool};
 
@@ -189,10 +191,34 @@ impl HostBuilder {
         let engine = Engine::new(EngineConfig { fuel: self.engine.fuel || fuel, ..self.engine })?;
         let sandbox = Sandbox::new(engine).map_err(HostError::Link)?;
         let dispatcher = Dispatcher::new(self.store, self.clock, self.sink, self.default_retry);
+        // On a store several processes share, the permits are leased from
+        // it (one holder per process), for as long as the longest lock of
+        // the tenant's topics: a killed process's permits come back then.
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let holder = format!("{}-{}-{:08x}", host.trim(), std::process::id(), fastrand::u32(..));
+        let gate = |tenant: &String, limit: usize| {
+            let store = dispatcher.store();
+            if !store.is_shared() {
+                return ConcurrencyGate::new(limit);
+            }
+            let tenants_topics = self.topics.iter().filter(|t| t.tenant.as_ref() == Some(tenant));
+            let lease = tenants_topics.map(|t| t.pool_config().lock_duration).max().unwrap_or(Duration::from_secs(60));
+            ConcurrencyGate::shared(
+                limit,
+                SharedGate {
+                    store: store.clone(),
+                    clock: dispatcher.clock().clone(),
+                    tenant: tenant.clone(),
+                    holder: holder.clone(),
+                    lease,
+                    leased: Mutex::new(0),
+                },
+            )
+        };
         let gates: HashMap<String, Arc<ConcurrencyGate>> = self
             .quotas
             .iter()
-            .filter_map(|(tenant, quota)| Some((tenant.clone(), Arc::new(ConcurrencyGate::new(quota.max_concurrent?)))))
+            .filter_map(|(tenant, quota)| Some((tenant.clone(), Arc::new(gate(tenant, quota.max_concurrent?)))))
             .collect();
         let mut runtimes: Vec<TopicRuntime> = Vec::new();
         let pointers = dispatcher.store().current_versions().map_err(HostError::Store)?;
@@ -345,7 +371,9 @@ impl Host {
     /// counts against its tenant's `max_queued` (live jobs: queued, gated or
     /// running) — estimated from the last published snapshot plus this
     /// process's enqueues since, counted exactly within a tenth of the
-    /// limit (see [`QueueCheck`]).
+    /// limit (see [`QueueCheck`]); on a store several processes share,
+    /// counted exactly in the store at every enqueue, in step with the other
+    /// processes (see [`JobStore::enqueue_capped`]).
     ///
     /// # Errors
     ///
@@ -361,6 +389,14 @@ impl Host {
         let mut check = check.lock();
         let topics: Vec<String> =
             self.topics().filter(|t| t.tenant() == Some(tenant)).map(|t| t.name().to_owned()).collect();
+        if self.dispatcher.store().is_shared() {
+            // Other processes enqueue too: counted in the store, with them.
+            let cap = QueueCap { tenant, topics: &topics, max };
+            return match self.dispatcher.enqueue_capped(topic, input, key, &cap)? {
+                Capped::Enqueued(enqueued) => Ok(enqueued),
+                Capped::Full { live } => Err(EnqueueError::QuotaExceeded { tenant: tenant.to_owned(), live, max }),
+            };
+        }
         let snapshot = self.dispatcher.snapshot();
         let live = check
             .live(snapshot.totals.enqueued, &snapshot.depths, &topics, max, || self.dispatcher.store().depths())?;

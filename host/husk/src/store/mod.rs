@@ -50,6 +50,29 @@ pub struct NewJob {
     pub key: Option<String>,
 }
 
+/// A tenant's `max_queued`, as [`JobStore::enqueue_capped`] checks it.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueCap<'a> {
+    /// The tenant (enqueues of one tenant are serialized).
+    pub tenant: &'a str,
+    /// The tenant's topics, whose live jobs count.
+    pub topics: &'a [String],
+    /// The most live jobs the tenant may have.
+    pub max: u64,
+}
+
+/// What [`JobStore::enqueue_capped`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capped {
+    /// The job was enqueued (or its key's job returned).
+    Enqueued(Enqueued),
+    /// The tenant was at its limit: nothing was enqueued.
+    Full {
+        /// The tenant's live jobs, counted.
+        live: u64,
+    },
+}
+
 /// What [`JobStore::enqueue`] did with one [`NewJob`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Enqueued {
@@ -664,6 +687,80 @@ pub trait JobStore: Send + Sync + 'static {
     fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
         let _ = id;
         Err(StoreError::Failed { store: "this store".into(), message: "discarding incidents is not supported".into() })
+    }
+
+    /// Whether several processes may share this store: then a tenant's
+    /// concurrency permits are leased from it ([`JobStore::acquire_permits`])
+    /// and its `max_queued` is checked in it ([`JobStore::enqueue_capped`]).
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    /// Leases up to `want` more of `tenant`'s `limit` concurrency permits
+    /// to `holder` (one process), which holds `held` now: counts the
+    /// unexpired leases of the other holders sharing the store, in one step
+    /// no other holder interleaves with, and records the holder's lease as
+    /// `held` + what it leased, until `until`. Returns how many it leased.
+    /// A store only one process uses (this default) leases all: that
+    /// process's own gate is the limit.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails; nothing is leased then.
+    #[allow(clippy::too_many_arguments, reason = "one lease request, each argument named in the docs")]
+    fn acquire_permits(
+        &self,
+        tenant: &str,
+        holder: &str,
+        held: usize,
+        want: usize,
+        limit: usize,
+        until: SystemTime,
+        now: SystemTime,
+    ) -> Result<usize, StoreError> {
+        let _ = (tenant, holder, held, limit, until, now);
+        Ok(want)
+    }
+
+    /// Records that `holder` now holds `held` of `tenant`'s permits (it
+    /// gave some back), its lease lasting until `until`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails (the holder's next lease write
+    /// records its count, or the lease expires).
+    fn release_permits(&self, tenant: &str, holder: &str, held: usize, until: SystemTime) -> Result<(), StoreError> {
+        let _ = (tenant, holder, held, until);
+        Ok(())
+    }
+
+    /// Permits of `tenant` leased now, by every holder (unexpired leases).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn permits_leased(&self, tenant: &str, now: SystemTime) -> Result<usize, StoreError> {
+        let _ = (tenant, now);
+        Ok(0)
+    }
+
+    /// Enqueues `job` only while `cap.topics` hold fewer than `cap.max`
+    /// live jobs (queued, gated or running), counted in the same step as
+    /// the insert, which no other capped enqueue of `cap.tenant` interleaves
+    /// with — in any process sharing the store. This default counts with
+    /// [`JobStore::depths`] and then enqueues: exact for a store only one
+    /// process uses, when the caller serializes a tenant's enqueues (as
+    /// [`crate::Host`] does).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails; nothing is enqueued then.
+    fn enqueue_capped(&self, job: NewJob, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
+        let live: u64 = self.depths()?.iter().filter(|(t, _)| cap.topics.contains(t)).map(|(_, d)| d.live()).sum();
+        if live >= cap.max {
+            return Ok(Capped::Full { live });
+        }
+        Ok(Capped::Enqueued(self.enqueue(vec![job], now)?.remove(0)))
     }
 
     /// Keeps `version` of `topic` (its component is `component`) and makes

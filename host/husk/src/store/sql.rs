@@ -291,19 +291,21 @@ macro_rules! __husk_sql_prune_candidates {
         concat!(
             "SELECT seq FROM ",
             $table,
-            " WHERE NOT open_incident AND finished_at <= ",
+            " WHERE NOT open_incident",
+            " AND finished_at <= CAST(",
             $p,
-            "4
-               AND finished_at <= CASE WHEN outcome LIKE '{\"kind\":\"completed\"%' THEN ",
+            "4 AS BIGINT)",
+            " AND finished_at <= CASE",
+            " WHEN outcome LIKE '{\"kind\":\"completed\"%' THEN CAST(",
             $p,
-            "1
-                                       WHEN outcome LIKE '{\"kind\":\"failed\"%' THEN ",
+            "1 AS BIGINT)",
+            " WHEN outcome LIKE '{\"kind\":\"failed\"%' THEN CAST(",
             $p,
-            "2
-                                       ELSE ",
+            "2 AS BIGINT)",
+            " ELSE CAST(",
             $p,
-            "3 END
-             ORDER BY finished_at LIMIT ",
+            "3 AS BIGINT) END",
+            " ORDER BY finished_at LIMIT ",
             $p,
             "5"
         )

@@ -201,6 +201,7 @@ macro_rules! store_conformance {
             store::a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed,
             store::plugin_versions_are_kept_made_current_and_pruned,
             store::retention_keeps_the_tables_bounded_over_a_week,
+            store::a_capped_enqueue_counts_live_jobs_of_the_tenants_topics,
         }
     };
     ($backend:expr) => {

@@ -7,8 +7,8 @@ use crate::fault::Fault;
 use crate::outcome::Outcome;
 use crate::retry::RetryPolicySpec;
 use crate::store::{
-    CancelResult, Depth, DiscardResult, Enqueued, FetchRequest, JobId, JobState, JobStore, ListFilter, LockedJob,
-    NewJob, Report, Reported, Retention, StoredVersion, TopicVersion,
+    CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, JobId, JobState, JobStore, ListFilter,
+    LockedJob, NewJob, QueueCap, Report, Reported, Retention, StoredVersion, TopicVersion,
 };
 use crate::versions::{Origin, Stamp};
 
@@ -353,4 +353,34 @@ pub fn retention_keeps_the_tables_bounded_over_a_week(backend: &dyn Backend) {
     let old = again("k0");
     assert!(old.created && old.id != first_key, "the pruned job's key was forgotten");
     assert_eq!(again(&format!("k{}", 8 * 24)), Enqueued { id: last_key, created: false });
+}
+
+/// Conformance check: a capped enqueue counts the tenant's live jobs —
+/// queued, gated and running, of its topics only — and enqueues nothing at
+/// the limit; a job ending makes room.
+pub fn a_capped_enqueue_counts_live_jobs_of_the_tenants_topics(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let topics = ["a".to_owned(), "b".to_owned()];
+    let cap = QueueCap { tenant: "t", topics: &topics, max: 3 };
+    let enqueue = |job: NewJob| store.enqueue_capped(job, &cap, now()).unwrap();
+    let gated = NewJob { not_before: Some(now() + Duration::from_secs(5)), ..job("b") };
+    assert!(matches!(enqueue(job("a")), Capped::Enqueued(Enqueued { created: true, .. })));
+    assert!(matches!(enqueue(gated), Capped::Enqueued(Enqueued { created: true, .. })));
+    // Another tenant's topic does not count.
+    store.enqueue(vec![job("other"), job("other")], now()).unwrap();
+    let request = FetchRequest { worker: "w", topics: &topics[..1], max: 1, lock_duration: Duration::from_secs(30) };
+    let running = store.fetch_and_lock(request, now()).unwrap().jobs.remove(0);
+    let third = match enqueue(job("a")) {
+        Capped::Enqueued(enqueued) => enqueued.id,
+        Capped::Full { live } => panic!("refused at {live} live of 3"),
+    };
+    // Running, gated and queued: 3.
+    assert_eq!(enqueue(job("b")), Capped::Full { live: 3 });
+    assert_eq!(store.depths().unwrap().iter().map(|(_, d)| d.live()).sum::<u64>(), 5, "nothing enqueued at the limit");
+    let report = Report::End { outcome: Outcome::Completed { output: b"1".to_vec() }, plugin_version: None };
+    assert!(matches!(store.report(vec![(running.lock, report)], now()).unwrap()[0], Reported::Ended(_)));
+    assert!(matches!(enqueue(job("b")), Capped::Enqueued(Enqueued { created: true, .. })));
+    assert_eq!(enqueue(job("a")), Capped::Full { live: 3 });
+    assert!(store.get(third).unwrap().is_some());
 }
