@@ -20,7 +20,7 @@ use crate::support::guest;
 
 pub const TOKEN_A: &str = "token-of-tenant-a";
 const TOKEN_B: &str = "token-of-tenant-b";
-const TOKEN_Q: &str = "token-of-tenant-q";
+pub const TOKEN_Q: &str = "token-of-tenant-q";
 
 /// A `husk serve` process on a free port, SIGTERMed when dropped.
 pub struct Server {
@@ -260,7 +260,7 @@ fn tenant_isolation_through_the_http_server() {
 }
 
 /// Everything a tenant can see, to compare before and after refused calls.
-fn visible_state(server: &Server) -> Value {
+pub fn visible_state(server: &Server) -> Value {
     let mut state = json!({});
     for (token, topic) in [(TOKEN_A, "a-quote"), (TOKEN_Q, "q-flaky")] {
         let client = server.client(Some(token));
@@ -503,7 +503,7 @@ fn watch_deploys_a_changed_plugin_file_and_refuses_a_broken_one() {
 }
 
 /// `husk <args>` against the server as tenant a: (exit code, stdout, stderr).
-fn husk_cli(server: &Server, args: &[&str]) -> (i32, String, String) {
+pub fn husk_cli(server: &Server, args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_husk"))
         .args(args)
         .env("HUSK_SERVER", &server.url)

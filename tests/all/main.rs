@@ -5,6 +5,7 @@
 #![allow(unreachable_pub, reason = "helpers of a test binary, shared between its modules")]
 
 mod api;
+mod batch;
 mod binary;
 mod blocking;
 mod classify;

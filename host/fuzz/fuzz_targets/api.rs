@@ -55,7 +55,7 @@ fn app() -> &'static (Router, tokio::runtime::Runtime) {
             .build()
             .expect("building the host");
         let tenants = Tenants::new([(token_hash(TOKEN), "a".to_owned())]);
-        let limits = BodyLimits { input: 4 << 10, plugin: 64 << 10 };
+        let limits = BodyLimits { input: 4 << 10, plugin: 64 << 10, batch: 64 << 10 };
         let api = Api::new(Arc::new(host), tenants, Arc::new(Metrics::new()), Arc::new(OutcomeFeed::new()), limits);
         // Paused time: a long-poll's wait passes at once.
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
@@ -66,6 +66,7 @@ fn app() -> &'static (Router, tokio::runtime::Runtime) {
 #[derive(Debug, Arbitrary)]
 enum Path {
     Enqueue(String),
+    Batch(String),
     Job(String),
     Cancel(String),
     Jobs,
@@ -95,6 +96,7 @@ impl Input {
     fn uri(&self) -> String {
         let path = match &self.path {
             Path::Enqueue(topic) => format!("/v1/topics/{topic}/jobs"),
+            Path::Batch(topic) => format!("/v1/topics/{topic}/jobs/batch"),
             Path::Job(id) => format!("/v1/jobs/{id}"),
             Path::Cancel(id) => format!("/v1/jobs/{id}/cancel"),
             Path::Jobs => "/v1/jobs".into(),

@@ -36,8 +36,10 @@
 mod listener;
 mod migrations;
 mod pool;
+mod report;
 mod rows;
 mod store;
+mod wake;
 
 use std::time::{Duration, SystemTime};
 
@@ -50,6 +52,7 @@ use husk::store::sql::SCHEMA_VERSION;
 use listener::Listener;
 use migrations::{MigrateError, migrate};
 use pool::{Manager, PgError, describe, store_error};
+use wake::Waker;
 
 /// How to reach the database.
 #[derive(Debug, Clone)]
@@ -113,6 +116,7 @@ pub struct PostgresStore {
     channels: Channels,
     last_reclaim: Mutex<Option<SystemTime>>,
     listener: Mutex<Option<Listener>>,
+    waker: Waker,
 }
 
 /// The `NOTIFY` channels of one deployment (suffixed by its schema:
@@ -186,7 +190,8 @@ impl PostgresStore {
             .connection_timeout(config.connect_timeout)
             .build(Manager { config: pg.clone() })
             .map_err(|e| store_error(store.clone(), "cannot open the connection pool", PgError::Pool(e)))?;
-        Ok(Self { name, config: pg, pool, channels, last_reclaim: Mutex::new(None), listener: Mutex::new(None) })
+        let waker = Waker::start(pool.clone(), channels.jobs.clone(), name.clone());
+        Ok(Self { name, config: pg, pool, channels, last_reclaim: Mutex::new(None), listener: Mutex::new(None), waker })
     }
 
     /// The database, password redacted.

@@ -55,9 +55,18 @@ pub(crate) fn cached(
 pub(crate) struct Tx<'a> {
     pub(crate) tx: postgres::Transaction<'a>,
     pub(crate) statements: &'a mut HashMap<&'static str, Statement>,
+    /// Whether, once committed, the transaction has made jobs fetchable
+    /// that other processes' fetchers should look for.
+    wake: bool,
 }
 
 impl Tx<'_> {
+    /// Wakes every process's fetchers once this transaction has committed
+    /// (a `NOTIFY` sent after the commit, coalesced: see [`crate::wake`]).
+    pub(crate) fn wake_fetchers(&mut self) {
+        self.wake = true;
+    }
+
     pub(crate) fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
         cached(self.statements, sql, |sql| self.tx.prepare(sql))
     }
@@ -176,9 +185,13 @@ impl PostgresStore {
         let mut conn = self.pool.get().map_err(|e| fail(PgError::Pool(e)))?;
         let PgConn { client, statements } = &mut *conn;
         let tx = client.transaction().map_err(|e| fail(e.into()))?;
-        let mut tx = Tx { tx, statements };
+        let mut tx = Tx { tx, statements, wake: false };
         let result = f(&mut tx, &self.channels).map_err(fail)?;
+        let wake = tx.wake;
         tx.tx.commit().map_err(|e| fail(e.into()))?;
+        if wake {
+            self.waker.wake();
+        }
         Ok(result)
     }
 

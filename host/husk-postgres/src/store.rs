@@ -1,7 +1,6 @@
 //! [`JobStore`] for [`PostgresStore`]: enqueue, fetch and lock, report,
 //! cancel, incidents, the outcome log.
 
-use std::collections::HashMap;
 use std::sync::Weak;
 use std::time::{Duration, SystemTime};
 
@@ -16,13 +15,12 @@ use husk::store::{
     StoreError, StoreEvents, StoredVersion, TopicVersion,
 };
 
-use crate::Channels;
 use crate::PostgresStore;
 use crate::listener::Listener;
 use crate::pool::{PgError, Tx};
 use crate::rows::{
-    Arm, Ending, arm_all, claim, end_all, get_record, live_row, members_but_attempt, notify, outcome_row, record_of,
-    select_live, select_outcomes, take_keys,
+    Arm, Ending, arm_all, claim, end_all, get_record, live_row, notify, outcome_row, record_of, select_live,
+    select_outcomes, take_keys,
 };
 
 /// How often (clock time) a fetch that claims jobs also reclaims expired
@@ -30,129 +28,6 @@ use crate::rows::{
 const RECLAIM_EVERY: Duration = Duration::from_secs(1);
 
 impl PostgresStore {
-    /// Completes, in one statement committed on its own, every
-    /// `Report::Completed` whose lock is held and whose job has no cancel
-    /// asked: deletes the jobs and logs their outcomes. Returns how many,
-    /// and each report's result (`None`: not applied here).
-    pub(crate) fn report_completed(
-        &self,
-        reports: &[(Lock, Report)],
-        now: SystemTime,
-    ) -> Result<(usize, Vec<Option<Reported>>), StoreError> {
-        let mut results: Vec<Option<Reported>> = vec![None; reports.len()];
-        let (mut slots, mut ids, mut tokens, mut outcomes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut spent = Vec::new();
-        for (slot, (lock, report)) in reports.iter().enumerate() {
-            if let Report::Completed { output, .. } = report {
-                slots.push(slot as i64);
-                ids.push(lock.job.0 as i64);
-                tokens.push(lock.token as i64);
-                outcomes.push(to_json(&Outcome::Completed { output: output.clone() }));
-                // The attempt's number is the row's: the statement writes it
-                // in front of the rest of the record.
-                let record = report.attempt_record(0, now).expect("a completion spends its attempt");
-                spent.push(members_but_attempt(&record));
-            }
-        }
-        if ids.is_empty() {
-            return Ok((0, results));
-        }
-        // The DELETE checks the lock itself, so no prior SELECT ... FOR
-        // UPDATE is needed; the seq counter row is locked after the job rows
-        // (its new value needs the count of deleted rows).
-        let sql = r#"WITH r AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $6::text[])
-                                          AS r(slot, id, token, outcome, spent)),
-             ended AS (
-                 DELETE FROM husk_jobs j USING r
-                 WHERE j.id = r.id AND j.state = 2 AND j.lock_token = r.token AND j.lock_expires_at > $5
-                       AND NOT j.cancel_requested
-                 RETURNING j.id, j.generation, j.topic, j.attempt, j.enqueued_at, j.policy, j.last_fault,
-                           r.outcome, r.slot,
-                           husk_append(j.history, '[{"attempt":' || j.attempt || ',' || r.spent || ']') AS history),
-             counter AS (
-                 UPDATE husk_meta SET value = value + (SELECT count(*) FROM ended) WHERE key = 'outcome_seq'
-                 RETURNING value - (SELECT count(*) FROM ended) AS base),
-             numbered AS (
-                 SELECT e.*, (SELECT base FROM counter) + row_number() OVER (ORDER BY e.slot) AS seq FROM ended e),
-             inserted AS (
-                 INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at,
-                                            outcome, policy, last_fault, open_incident, history)
-                 SELECT seq, id, generation, topic, attempt, enqueued_at, $5, outcome, policy, last_fault, FALSE,
-                        history
-                 FROM numbered)
-             SELECT slot, seq, id, topic, attempt, enqueued_at FROM numbered"#;
-        let rows = self
-            .autocommit("report", |query| Ok(query(sql, &[&slots, &ids, &tokens, &outcomes, &millis(now), &spent])?))?;
-        for row in &rows {
-            let slot = row.get::<_, i64>(0) as usize;
-            let Report::Completed { output, .. } = &reports[slot].1 else { unreachable!("only completions are sent") };
-            results[slot] = Some(Reported::Ended(Box::new(TerminalOutcome {
-                seq: row.get::<_, i64>(1) as u64,
-                job_id: JobId(row.get::<_, i64>(2) as u64),
-                topic: row.get(3),
-                attempts: row.get::<_, i64>(4) as u32,
-                enqueued_at: time(row.get(5)),
-                finished_at: now,
-                outcome: Outcome::Completed { output: output.clone() },
-            })));
-        }
-        Ok((rows.len(), results))
-    }
-
-    /// Applies reports after locking their jobs (`SELECT ... FOR UPDATE`).
-    pub(crate) fn report_locked(
-        &self,
-        reports: Vec<(Lock, Report)>,
-        now: SystemTime,
-    ) -> Result<Vec<Reported>, StoreError> {
-        self.run_with("report", |tx, channels| {
-            let ids: Vec<i64> = reports.iter().map(|(lock, _)| lock.job.0 as i64).collect();
-            let mut live: HashMap<i64, LiveRow> = tx
-                .query(select_live!("WHERE id = ANY($1) ORDER BY id FOR UPDATE"), &[&ids])?
-                .iter()
-                .map(|row| {
-                    let job = live_row(row);
-                    (job.id, job)
-                })
-                .collect();
-            let mut results = Vec::with_capacity(reports.len());
-            let (mut arms, mut endings, mut ending_slots) = (Vec::new(), Vec::new(), Vec::new());
-            for (lock, report) in reports {
-                let Some(job) = live.remove(&(lock.job.0 as i64)).filter(|job| job.held(lock, now)) else {
-                    results.push(Reported::LockLost);
-                    continue;
-                };
-                let spent = report.attempt_record(job.attempt as u32, now);
-                let outcome = match report {
-                    _ if job.cancel_requested => Outcome::Cancelled,
-                    Report::Completed { output, .. } => Outcome::Completed { output },
-                    Report::End { outcome, .. } => outcome,
-                    Report::ReArm { fault, not_before, .. } => {
-                        let (fault, gate) = (Some(to_json(&fault)), Some(not_before));
-                        arms.push(Arm { id: job.id, attempt: job.attempt + 1, fault, gate, spent });
-                        results.push(Reported::ReArmed);
-                        continue;
-                    }
-                    Report::Release => {
-                        arms.push(Arm { id: job.id, attempt: job.attempt, fault: None, gate: None, spent: None });
-                        results.push(Reported::Released);
-                        continue;
-                    }
-                };
-                ending_slots.push(results.len());
-                results.push(Reported::LockLost);
-                endings.push(Ending { job, outcome, spent });
-            }
-            if arm_all(tx, &arms, now)? {
-                notify(tx, &channels.jobs, "")?;
-            }
-            for (slot, ended) in ending_slots.into_iter().zip(end_all(tx, endings, now)?) {
-                results[slot] = Reported::Ended(Box::new(ended));
-            }
-            Ok(results)
-        })
-    }
-
     /// Whether this fetch should also reclaim expired locks: at most once a
     /// second of clock time on the hot path (and always when nothing is
     /// claimable).
@@ -177,7 +52,7 @@ impl PostgresStore {
     /// A fetch in one transaction: reclaims expired locks, claims, and when
     /// nothing was claimed computes when to wake.
     pub(crate) fn fetch_reclaiming(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
-        self.run_with("fetch", |tx, channels| {
+        self.run("fetch", |tx| {
             let now_ms = millis(now);
             let expired: Vec<LiveRow> = tx
                 .query(select_live!("WHERE state = 2 AND lock_expires_at <= $1 FOR UPDATE SKIP LOCKED"), &[&now_ms])?
@@ -216,7 +91,7 @@ impl PostgresStore {
                 tx.execute("SELECT set_config('synchronous_commit', 'on', true)", &[])?;
                 fetched.ended = end_all(tx, endings, now)?;
                 if !arms.is_empty() {
-                    notify(tx, &channels.jobs, "")?;
+                    tx.wake_fetchers();
                 }
             }
             Ok(fetched)
@@ -229,11 +104,11 @@ impl JobStore for PostgresStore {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        self.run_with("enqueue", |tx, channels| insert_jobs(tx, channels, &jobs, now))
+        self.run("enqueue", |tx| insert_jobs(tx, &jobs, now))
     }
 
-    fn enqueue_capped(&self, job: NewJob, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
-        self.run_with("enqueue", |tx, channels| {
+    fn enqueue_capped(&self, jobs: Vec<NewJob>, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
+        self.run("enqueue", |tx| {
             // A transaction-scoped lock per tenant: its capped enqueues, in
             // every process, count and insert one after another. Each state
             // is counted on its own partial index.
@@ -245,10 +120,10 @@ impl JobStore for PostgresStore {
                 &[&cap.topics],
             )?;
             let live = row.get::<_, i64>(0).max(0) as u64;
-            if live >= cap.max {
+            if live + jobs.len() as u64 > cap.max {
                 return Ok(Capped::Full { live });
             }
-            Ok(Capped::Enqueued(insert_jobs(tx, channels, std::slice::from_ref(&job), now)?.remove(0)))
+            Ok(Capped::Enqueued(insert_jobs(tx, &jobs, now)?))
         })
     }
 
@@ -310,7 +185,7 @@ impl JobStore for PostgresStore {
     }
 
     fn retry_incident(&self, id: JobId, _now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
-        self.run_with("retry incident", |tx, channels| {
+        self.run("retry incident", |tx| {
             let id = id.0 as i64;
             let incident = tx.query_opt(
                 "SELECT seq, generation FROM husk_outcomes WHERE job_id = $1 AND open_incident FOR UPDATE",
@@ -335,7 +210,7 @@ impl JobStore for PostgresStore {
                 &[&seq, &generation],
             )?;
             tx.execute("UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE seq = $1", &[&seq])?;
-            notify(tx, &channels.jobs, "")?;
+            tx.wake_fetchers();
             Ok(RetryIncidentResult::Requeued)
         })
     }
@@ -405,7 +280,7 @@ impl JobStore for PostgresStore {
     }
 
     fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
-        self.run_with("pause", |tx, channels| {
+        self.run("pause", |tx| {
             if paused {
                 let sql = "INSERT INTO husk_paused (topic) VALUES ($1) ON CONFLICT DO NOTHING";
                 return Ok(tx.execute(sql, &[&topic])? == 1);
@@ -413,7 +288,7 @@ impl JobStore for PostgresStore {
             let resumed = tx.execute("DELETE FROM husk_paused WHERE topic = $1", &[&topic])? == 1;
             if resumed {
                 // Every process's fetchers look again.
-                notify(tx, &channels.jobs, "")?;
+                tx.wake_fetchers();
             }
             Ok(resumed)
         })
@@ -623,12 +498,7 @@ impl JobStore for PostgresStore {
 }
 
 /// Inserts new jobs in `tx` (see [`JobStore::enqueue`]).
-fn insert_jobs(
-    tx: &mut Tx<'_>,
-    channels: &Channels,
-    jobs: &[NewJob],
-    now: SystemTime,
-) -> Result<Vec<Enqueued>, PgError> {
+fn insert_jobs(tx: &mut Tx<'_>, jobs: &[NewJob], now: SystemTime) -> Result<Vec<Enqueued>, PgError> {
     let count = jobs.len() as i64;
     let mut ids: Vec<i64> = tx
         .query("SELECT nextval('husk_jobs_id_seq') FROM generate_series(1, $1::bigint)", &[&count])?
@@ -656,7 +526,7 @@ fn insert_jobs(
         &[&ids, &topics, &inputs, &policies, &states, &gates, &millis(now)],
     )?;
     if states.contains(&QUEUED) {
-        notify(tx, &channels.jobs, "")?;
+        tx.wake_fetchers();
     }
     Ok(results)
 }

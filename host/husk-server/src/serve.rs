@@ -141,7 +141,8 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
     }
     let started = Instant::now();
     let host = Arc::new(builder.build()?);
-    let limits = BodyLimits { input: config.max_input_size(), plugin: config.max_plugin_size() };
+    let limits =
+        BodyLimits { input: config.max_input_size(), plugin: config.max_plugin_size(), batch: config.max_batch_size() };
     let api = Arc::new(Api::new(host.clone(), tenants, metrics, feed, limits));
     let stop_watch = Arc::new(AtomicBool::new(false));
     let watcher = options.watch.then(|| watch(host.clone(), &config, base, stop_watch.clone()));

@@ -20,18 +20,20 @@ use parking_lot::{Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 mod migrations;
+mod rows;
 
 use migrations::MIGRATIONS;
+use rows::{Arm, arm, end, from_json, get_record, keyed_job, live_row, outcome_row, reclaim_expired, record_of};
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
-    Expired, GATED, LIVE_COLUMNS, LiveRow, OUTCOME_COLUMNS, QUEUED, RUNNING, SCHEMA_VERSION, armed_state, depths_of,
-    history_of, millis, prune_candidates, prune_cutoffs, record_of_outcome, stored_version, time, to_json,
+    GATED, OUTCOME_COLUMNS, QUEUED, RUNNING, SCHEMA_VERSION, armed_state, depths_of, millis, prune_candidates,
+    prune_cutoffs, stored_version, time, to_json,
 };
 use husk::store::{
-    AttemptRecord, CancelResult, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState,
-    JobStore, ListFilter, Lock, LockedJob, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult,
-    StoreError, StoredVersion, TopicVersion,
+    CancelResult, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
+    ListFilter, Lock, LockedJob, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult, StoreError,
+    StoredVersion, TopicVersion,
 };
 
 /// How hard a commit tries to reach the disk.
@@ -145,171 +147,6 @@ impl SqliteStore {
         tx.commit().map_err(self.err("commit"))?;
         Ok(result)
     }
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> rusqlite::Result<T> {
-    serde_json::from_str(text).map_err(json_err)
-}
-
-fn json_err(e: serde_json::Error) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
-}
-
-fn live_row(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<Option<LiveRow>> {
-    tx.prepare_cached(&format!("SELECT {LIVE_COLUMNS} FROM jobs WHERE id = ?1"))?
-        .query_row([id], |r| {
-            Ok(LiveRow {
-                id: r.get(0)?,
-                topic: r.get(1)?,
-                policy: r.get(2)?,
-                attempt: r.get(3)?,
-                state: r.get(4)?,
-                enqueued_at: r.get(5)?,
-                not_before: r.get(6)?,
-                last_fault: r.get(7)?,
-                cancel_requested: r.get(8)?,
-                lock_worker: r.get(9)?,
-                lock_token: r.get(10)?,
-                lock_expires_at: r.get(11)?,
-            })
-        })
-        .optional()
-}
-
-/// The `history` column with the attempt `?n` (JSON, or NULL for none)
-/// appended.
-macro_rules! appended_history {
-    ($n:literal) => {
-        concat!("CASE WHEN ?", $n, " IS NULL THEN history ELSE json_insert(history, '$[#]', json(?", $n, ")) END")
-    };
-}
-
-/// Ends a live job, with `attempt` (if it spent one) appended to its
-/// history: records its outcome (an open incident when `Failed`) and
-/// removes it from the live jobs.
-fn end(
-    tx: &Transaction<'_>,
-    job: &LiveRow,
-    outcome: Outcome,
-    attempt: Option<&AttemptRecord>,
-    now: SystemTime,
-) -> rusqlite::Result<TerminalOutcome> {
-    let incident = matches!(outcome, Outcome::Failed { .. });
-    tx.prepare_cached(concat!(
-        "INSERT INTO outcomes (job_id, generation, topic, attempts, enqueued_at, finished_at, outcome, policy,
-                               last_fault, open_incident, input, history)
-         SELECT id, generation, topic, ?2, enqueued_at, ?3, ?4, policy, ?5, ?6, CASE WHEN ?6 THEN input END, ",
-        appended_history!(7),
-        " FROM jobs WHERE id = ?1"
-    ))?
-    .execute(params![
-        job.id,
-        job.attempts_made(),
-        millis(now),
-        to_json(&outcome),
-        job.outcome_fault(&outcome),
-        incident,
-        attempt.map(to_json),
-    ])?;
-    let seq = tx.last_insert_rowid();
-    tx.prepare_cached("DELETE FROM jobs WHERE id = ?1")?.execute([job.id])?;
-    Ok(job.terminal(seq, outcome, now))
-}
-
-/// A job to put in the queue or behind its gate (see [`arm`]).
-struct Arm<'a> {
-    id: i64,
-    /// The attempt it will be on.
-    attempt: i64,
-    /// Its new last fault (JSON); `None` keeps the old one.
-    fault: Option<&'a str>,
-    gate: Option<SystemTime>,
-    /// The attempt it spent, to append to its history.
-    spent: Option<&'a AttemptRecord>,
-}
-
-/// Puts an unlocked live job in the queue or behind its gate.
-fn arm(tx: &Transaction<'_>, arm: Arm<'_>, now: SystemTime) -> rusqlite::Result<()> {
-    let (state, not_before) = armed_state(arm.gate, now);
-    tx.prepare_cached(concat!(
-        "UPDATE jobs SET state = ?2, not_before = ?3, attempt = ?4, last_fault = COALESCE(?5, last_fault),
-                lock_worker = NULL, lock_token = NULL, lock_expires_at = NULL, history = ",
-        appended_history!(6),
-        " WHERE id = ?1"
-    ))?
-    .execute(params![arm.id, state, not_before, arm.attempt, arm.fault, arm.spent.map(to_json)])?;
-    Ok(())
-}
-
-fn reclaim_expired(tx: &Transaction<'_>, now: SystemTime, ended: &mut Vec<TerminalOutcome>) -> rusqlite::Result<()> {
-    let expired: Vec<i64> = tx
-        .prepare_cached("SELECT id FROM jobs WHERE state = 2 AND lock_expires_at <= ?1")?
-        .query_map([millis(now)], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    for id in expired {
-        let Some(job) = live_row(tx, id)? else { continue };
-        let (expired, spent) = job.expire(now).map_err(json_err)?;
-        match expired {
-            Expired::ReArm { fault, gate } => {
-                let next =
-                    Arm { id, attempt: job.attempt + 1, fault: Some(&fault), gate: Some(gate), spent: Some(&spent) };
-                arm(tx, next, now)?;
-            }
-            Expired::End(outcome) => ended.push(end(tx, &job, outcome, Some(&spent), now)?),
-        }
-    }
-    Ok(())
-}
-
-fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(TerminalOutcome, String, Option<String>)> {
-    let outcome: String = r.get(6)?;
-    Ok((
-        TerminalOutcome {
-            seq: r.get::<_, i64>(0)? as u64,
-            job_id: JobId(r.get::<_, i64>(1)? as u64),
-            topic: r.get(2)?,
-            attempts: r.get::<_, i64>(3)? as u32,
-            enqueued_at: time(r.get(4)?),
-            finished_at: time(r.get(5)?),
-            outcome: from_json(&outcome)?,
-        },
-        r.get(7)?,
-        r.get(8)?,
-    ))
-}
-
-fn record_of(row: (TerminalOutcome, String, Option<String>)) -> rusqlite::Result<JobRecord> {
-    record_of_outcome(row.0, &row.1, row.2.as_deref()).map_err(json_err)
-}
-
-/// A job's record, live or ended; with its attempts when `with_attempts`.
-fn get_record(conn: &Connection, id: i64, with_attempts: bool) -> rusqlite::Result<Option<JobRecord>> {
-    let tx = conn.unchecked_transaction()?;
-    let history = |sql: &str, key: i64| -> rusqlite::Result<Vec<AttemptRecord>> {
-        if !with_attempts {
-            return Ok(Vec::new());
-        }
-        let json: String = tx.prepare_cached(sql)?.query_row([key], |r| r.get(0))?;
-        history_of(&json).map_err(json_err)
-    };
-    if let Some(job) = live_row(&tx, id)? {
-        let attempts = history("SELECT history FROM jobs WHERE id = ?1", id)?;
-        return Ok(Some(JobRecord { attempts, ..job.record().map_err(json_err)? }));
-    }
-    let row = tx
-        .prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE job_id = ?1 ORDER BY seq DESC LIMIT 1"))?
-        .query_row([id], outcome_row)
-        .optional()?;
-    let Some(row) = row else { return Ok(None) };
-    let attempts = history("SELECT history FROM outcomes WHERE seq = ?1", row.0.seq as i64)?;
-    Ok(Some(JobRecord { attempts, ..record_of(row)? }))
-}
-
-/// The job that took idempotency key `key`, if one did.
-fn keyed_job(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<Option<JobId>> {
-    let id: Option<i64> =
-        tx.prepare_cached("SELECT job_id FROM keys WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()?;
-    Ok(id.map(|id| JobId(id as u64)))
 }
 
 impl JobStore for SqliteStore {

@@ -200,14 +200,18 @@ fn live_in<'a>(depths: impl IntoIterator<Item = (&'a String, &'a Depth)>, topics
 /// published after it.
 #[derive(Debug, Default)]
 pub struct QueueCheck {
-    /// For each job enqueued here that the last snapshot may not count, the
-    /// dispatcher's enqueue count once it was stored.
-    uncounted: VecDeque<u64>,
+    /// For each enqueue here whose jobs the last snapshot may not count,
+    /// the dispatcher's enqueue count once they were stored, and how many
+    /// jobs it created.
+    uncounted: VecDeque<(u64, u64)>,
+    /// The jobs of `uncounted`, summed.
+    uncounted_jobs: u64,
 }
 
 impl QueueCheck {
     /// The tenant's live jobs (of `topics`) as far as the check against
-    /// `max` needs: the estimate when clearly under, else counted in
+    /// `max` of `adding` more jobs needs: the estimate when clearly under
+    /// with them, else counted in
     /// `exact()`, the store's depths. The estimate starts from a published
     /// snapshot: its `depths`, read after it read the dispatcher's enqueue
     /// count `counted` (see the type's docs).
@@ -221,19 +225,28 @@ impl QueueCheck {
         depths: &BTreeMap<String, Depth>,
         topics: &[String],
         max: u64,
+        adding: u64,
         exact: impl FnOnce() -> Result<Vec<(String, Depth)>, E>,
     ) -> Result<u64, E> {
-        while self.uncounted.front().is_some_and(|&mark| mark <= counted) {
+        while let Some(&(mark, jobs)) = self.uncounted.front()
+            && mark <= counted
+        {
             self.uncounted.pop_front();
+            self.uncounted_jobs -= jobs;
         }
-        let estimate = live_in(depths, topics) + self.uncounted.len() as u64;
-        if estimate < max - max / 10 { Ok(estimate) } else { Ok(live_in(exact()?.iter().map(|(t, d)| (t, d)), topics)) }
+        let estimate = live_in(depths, topics) + self.uncounted_jobs;
+        if estimate + adding <= max - max / 10 {
+            Ok(estimate)
+        } else {
+            Ok(live_in(exact()?.iter().map(|(t, d)| (t, d)), topics))
+        }
     }
 
-    /// Counts a job enqueued after the check; `mark` is the dispatcher's
-    /// enqueue count read after the job was stored.
-    pub fn added(&mut self, mark: u64) {
-        self.uncounted.push_back(mark);
+    /// Counts `jobs` jobs enqueued after the check; `mark` is the
+    /// dispatcher's enqueue count read after they were stored.
+    pub fn added(&mut self, mark: u64, jobs: u64) {
+        self.uncounted.push_back((mark, jobs));
+        self.uncounted_jobs += jobs;
     }
 }
 
@@ -261,7 +274,7 @@ mod tests {
         max: u64,
         exact: impl FnOnce() -> Result<Vec<(String, Depth)>, E>,
     ) -> Result<u64, E> {
-        check.live(counted, &depths, &["t".to_owned()], max, exact)
+        check.live(counted, &depths, &["t".to_owned()], max, 1, exact)
     }
 
     #[test]
@@ -282,7 +295,7 @@ mod tests {
         // 90 (the limit less a tenth), estimated.
         for n in 0..10 {
             assert_eq!(live(&mut check, snapshot(100, 80), 100, exact_never), Ok(80 + n));
-            check.added(101 + n);
+            check.added(101 + n, 1);
         }
         // 80 + 10 is within a tenth of the limit: counted exactly.
         let store = || {
@@ -298,6 +311,10 @@ mod tests {
         assert_eq!(live(&mut check, snapshot(105, 84), 100, exact_never), Ok(84 + 5));
         // One that read the count after all of them: none added.
         assert_eq!(live(&mut check, snapshot(110, 84), 100, exact_never), Ok(84));
+        // A batch of 7 would take the estimate (84) past 90: counted exactly.
+        let (counted, depths) = snapshot(110, 84);
+        assert_eq!(check.live(counted, &depths, &["t".to_owned()], 100, 7, store), Ok(97));
+        assert_eq!(check.live(counted, &depths, &["t".to_owned()], 100, 6, exact_never), Ok(84));
     }
 
     #[test]
@@ -307,7 +324,7 @@ mod tests {
         let exact = || Ok::<_, ()>(vec![("t".to_owned(), Depth { queued: 3, ..Depth::default() })]);
         let first = snapshot(2, 2);
         assert_eq!(live(&mut check, first, 3, exact), Ok(2));
-        check.added(3);
+        check.added(3, 1);
         // A new snapshot read the count (2) and the depths while the third
         // was being stored, and was published after: it does not count the
         // third, so the check still does, reaches the limit and counts exactly.

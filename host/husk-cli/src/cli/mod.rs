@@ -147,6 +147,14 @@ struct EnqueueArgs {
     /// job.
     #[arg(long)]
     key: Option<String>,
+    /// Enqueue the jobs of a JSON Lines file instead, one per line, each as
+    /// the batch endpoint takes it: `{"input": …, "key": "…"}` (key
+    /// optional); sent in batches of `--batch`, each one transaction.
+    #[arg(long, conflicts_with_all = ["input", "key"])]
+    file: Option<PathBuf>,
+    /// Jobs per request with `--file` (at most 10,000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u16).range(1..=10_000))]
+    batch: u16,
     #[command(flatten)]
     remote: RemoteArgs,
 }

@@ -66,6 +66,9 @@ fn outcome_summary(outcome: &Value) -> String {
 }
 
 pub(super) fn enqueue(args: &EnqueueArgs) -> anyhow::Result<ExitCode> {
+    if let Some(file) = &args.file {
+        return enqueue_file(args, file);
+    }
     let input = read_input(&args.input)?;
     let path = format!("/v1/topics/{}/jobs", args.topic);
     let headers: Vec<(&str, &str)> = args.key.iter().map(|k| ("Idempotency-Key", k.as_str())).collect();
@@ -73,6 +76,42 @@ pub(super) fn enqueue(args: &EnqueueArgs) -> anyhow::Result<ExitCode> {
     print(&args.remote, &value, |v| {
         let how = if v["created"] == Value::Bool(true) { "enqueued" } else { "already enqueued with this key" };
         format!("job {} {how} on topic {}\n", v["id"], text(&v["topic"]))
+    })
+}
+
+/// `husk enqueue TOPIC --file jobs.jsonl`: the file's jobs in batches, each
+/// one transaction; stops at the first batch refused, saying which lines
+/// were enqueued.
+fn enqueue_file(args: &EnqueueArgs, file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut jobs: Vec<(usize, &str)> = Vec::new();
+    for (n, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(job)) if job.contains_key("input") => jobs.push((n, line)),
+            _ => anyhow::bail!("{}:{n}: not a job: a JSON object with `input` (and optionally `key`)", file.display()),
+        }
+    }
+    let path = format!("/v1/topics/{}/jobs/batch", args.topic);
+    let client = args.remote.client();
+    let (mut created, mut existing, mut answers) = (0u64, 0u64, Vec::new());
+    for chunk in jobs.chunks(usize::from(args.batch)) {
+        let body = format!("[{}]", chunk.iter().map(|(_, line)| *line).collect::<Vec<_>>().join(","));
+        let (first, last) = (chunk[0].0, chunk[chunk.len() - 1].0);
+        let value = client.post(&path, Some((body.as_bytes(), "application/json")), &[]).with_context(|| {
+            format!("lines {first}-{last} of {} not enqueued ({created} jobs before them were)", file.display())
+        })?;
+        let made = value["created"].as_u64().unwrap_or(0);
+        created += made;
+        existing += chunk.len() as u64 - made;
+        answers.push(value);
+    }
+    let summary =
+        serde_json::json!({ "topic": args.topic, "created": created, "existing": existing, "batches": answers });
+    print(&args.remote, &summary, |_| {
+        format!("{created} jobs enqueued on topic {}, {existing} already enqueued with their keys\n", args.topic)
     })
 }
 

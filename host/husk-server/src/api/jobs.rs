@@ -9,7 +9,10 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
+
+use bytesize::ByteSize;
 
 use super::{Api, ApiError, Caller, blocking, read_body};
 use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
@@ -19,6 +22,9 @@ const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// Longest idempotency key taken.
 const MAX_KEY_LEN: usize = 200;
+
+/// Most jobs in one batch enqueue.
+pub(super) const MAX_BATCH_JOBS: usize = 10_000;
 
 /// `POST /v1/topics/{topic}/jobs`: the body is the job's input (JSON). With
 /// an `Idempotency-Key` header, the same key on the same topic returns the
@@ -35,22 +41,81 @@ pub(super) async fn enqueue(
     let body = read_body(body, api.limits.input).await?;
     api.own_topic(&caller.tenant, &topic)?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::malformed_json(&e))?;
-    let key = idempotency_key(&headers)?.map(|key| format!("{}:{topic}/{key}", topic.len()));
+    let key = idempotency_key(&headers)?.map(|key| topic_key(&topic, key));
     let enqueued = blocking(move || Ok((api.host.enqueue_keyed(&topic, body, key)?, topic))).await;
     let (enqueued, topic) = enqueued?;
     let status = if enqueued.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(json!({ "id": enqueued.id, "topic": topic, "created": enqueued.created }))))
 }
 
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    let Some(value) = headers.get(IDEMPOTENCY_KEY) else { return Ok(None) };
-    let key = value.to_str().ok().filter(|k| !k.is_empty() && k.len() <= MAX_KEY_LEN && k.bytes().all(|b| b > b' '));
-    match key {
-        Some(key) => Ok(Some(key.to_owned())),
-        None => {
-            Err(ApiError::bad_request(format!("`Idempotency-Key` must be 1 to {MAX_KEY_LEN} visible ASCII characters")))
-        }
+/// One job of a batch enqueue: its input (any JSON) and an optional
+/// idempotency key.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchJob<'a> {
+    #[serde(borrow)]
+    input: &'a RawValue,
+    #[serde(default)]
+    key: Option<&'a str>,
+}
+
+/// `POST /v1/topics/{topic}/jobs/batch`: the body is a JSON array of jobs,
+/// `{"input": …, "key": "…"}` (key optional), 1 to [`MAX_BATCH_JOBS`] of
+/// them, enqueued in one transaction, all or none: a bad job, or a batch
+/// that would take the tenant past its `max_queued`, enqueues nothing. A
+/// key works as the `Idempotency-Key` header does, across batches and
+/// within one (a repeat names the first job). 201 when any job was created,
+/// else 200; the body lists `{"id", "created"}` per job, in order.
+pub(super) async fn enqueue_batch(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    Path(topic): Path<String>,
+    body: Body,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let body = read_body(body, api.limits.batch).await?;
+    api.own_topic(&caller.tenant, &topic)?;
+    let batch: Vec<BatchJob<'_>> = serde_json::from_slice(&body).map_err(|e| ApiError::malformed_json(&e))?;
+    if batch.is_empty() || batch.len() > MAX_BATCH_JOBS {
+        return Err(ApiError::bad_request(format!("a batch holds 1 to {MAX_BATCH_JOBS} jobs, not {}", batch.len())));
     }
+    let mut jobs = Vec::with_capacity(batch.len());
+    for (i, job) in batch.iter().enumerate() {
+        let input = job.input.get().as_bytes();
+        if input.len() > api.limits.input {
+            let message = format!("job {i}'s input is over {}", ByteSize(api.limits.input as u64));
+            return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large", message));
+        }
+        let key = match job.key {
+            Some(key) => Some(topic_key(&topic, valid_key(key).ok_or_else(|| bad_key(&format!("job {i}'s `key`")))?)),
+            None => None,
+        };
+        jobs.push((input.to_vec(), key));
+    }
+    drop(batch);
+    let (enqueued, topic) = blocking(move || Ok((api.host.enqueue_batch(&topic, jobs)?, topic))).await?;
+    let created = enqueued.iter().filter(|e| e.created).count();
+    let status = if created > 0 { StatusCode::CREATED } else { StatusCode::OK };
+    let jobs: Vec<Value> = enqueued.iter().map(|e| json!({ "id": e.id, "created": e.created })).collect();
+    Ok((status, Json(json!({ "topic": topic, "created": created, "jobs": jobs }))))
+}
+
+/// An idempotency key as the store keeps it: scoped to its topic.
+fn topic_key(topic: &str, key: &str) -> String {
+    format!("{}:{topic}/{key}", topic.len())
+}
+
+/// `key` if it is 1 to [`MAX_KEY_LEN`] visible ASCII characters.
+fn valid_key(key: &str) -> Option<&str> {
+    Some(key).filter(|k| !k.is_empty() && k.len() <= MAX_KEY_LEN && k.bytes().all(|b| b > b' ' && b < 0x7f))
+}
+
+fn bad_key(what: &str) -> ApiError {
+    ApiError::bad_request(format!("{what} must be 1 to {MAX_KEY_LEN} visible ASCII characters"))
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else { return Ok(None) };
+    value.to_str().ok().and_then(valid_key).map(Some).ok_or_else(|| bad_key("`Idempotency-Key`"))
 }
 
 fn parse_id(id: &str) -> Result<JobId, ApiError> {
@@ -145,8 +210,6 @@ pub(super) async fn incidents(State(api): State<Arc<Api>>, caller: Caller) -> Re
     .await
 }
 
-/// `POST /v1/incidents/{id}/retry`: re-queues an incident with a fresh
-/// attempt budget.
 /// `POST /v1/incidents/{id}/discard`: closes an open incident without
 /// retrying it (it leaves the incident list for good).
 pub(super) async fn discard(
@@ -168,6 +231,8 @@ pub(super) async fn discard(
     .await
 }
 
+/// `POST /v1/incidents/{id}/retry`: re-queues an incident with a fresh
+/// attempt budget.
 pub(super) async fn retry(
     State(api): State<Arc<Api>>,
     caller: Caller,

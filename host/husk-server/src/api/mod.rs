@@ -38,6 +38,8 @@ pub struct BodyLimits {
     pub input: usize,
     /// A deployed component.
     pub plugin: usize,
+    /// A batch enqueue (all its jobs; each input within `input`).
+    pub batch: usize,
 }
 
 /// What every handler shares.
@@ -84,6 +86,7 @@ impl Api {
 pub fn router(api: Arc<Api>) -> Router {
     let v1 = Router::new()
         .route("/topics/{topic}/jobs", post(jobs::enqueue))
+        .route("/topics/{topic}/jobs/batch", post(jobs::enqueue_batch))
         .route("/topics", get(plugins::topics))
         .route("/topics/{topic}/plugins", get(plugins::versions).post(plugins::deploy))
         .route("/topics/{topic}/rollback", post(plugins::rollback))

@@ -2,12 +2,14 @@
 //! faults outside the store, retry by re-arm, and terminal-only delivery.
 //!
 //! Every method runs on its caller's thread (a worker, an API handler);
-//! nothing here is a task or a timer per job. A waiting fetch sleeps on one
-//! [`Notifier`] until a job is enqueued or re-armed, the clock moves (a
-//! manual clock), or the nearest gate or lock expiry comes — one timed wait
-//! per waiting fetcher.
+//! nothing here is a task or a timer per job. A waiting fetch sleeps on its
+//! topic's [`Notifier`](crate::clock::Notifier) until a job of the topic is
+//! enqueued, a job is re-armed, the clock moves (a manual clock), or the
+//! nearest gate or lock expiry comes — one timed wait per waiting fetcher
+//! (see `wake`).
 
 mod stats;
+mod wake;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,9 +22,10 @@ use arc_swap::ArcSwap;
 
 use stats::Counters;
 pub use stats::{Snapshot, Totals};
+use wake::Wakers;
 
 use crate::classify::{Classification, ErrorMapper, classify};
-use crate::clock::{Clock, Notifier};
+use crate::clock::Clock;
 use crate::fault::Fault;
 use crate::outcome::{Outcome, OutcomeSink, TerminalOutcome};
 use crate::quota::ConcurrencyGate;
@@ -70,7 +73,7 @@ pub struct Dispatcher {
     store: Arc<dyn JobStore>,
     clock: Arc<dyn Clock>,
     sink: Arc<dyn OutcomeSink>,
-    notifier: Arc<Notifier>,
+    wakers: Wakers,
     default_retry: Option<RetryPolicySpec>,
     topics: RwLock<HashMap<String, Arc<TopicPolicy>>>,
     running: RunningJobs,
@@ -96,8 +99,7 @@ impl Dispatcher {
         sink: Arc<dyn OutcomeSink>,
         default_retry: Option<RetryPolicySpec>,
     ) -> Arc<Self> {
-        let notifier = Notifier::new();
-        clock.subscribe(&notifier);
+        let wakers = Wakers::new(clock.clone());
         let snapshot = Snapshot {
             taken_at: clock.now(),
             totals: Totals::default(),
@@ -108,7 +110,7 @@ impl Dispatcher {
             store,
             clock,
             sink,
-            notifier,
+            wakers,
             default_retry,
             topics: RwLock::new(HashMap::new()),
             running: RunningJobs::default(),
@@ -185,32 +187,54 @@ impl Dispatcher {
     /// [`EnqueueError`] for an unknown topic or a store failure; nothing is
     /// enqueued then.
     pub fn enqueue_keyed(&self, topic: &str, input: Vec<u8>, key: Option<String>) -> Result<Enqueued, EnqueueError> {
-        let policy = self.topic_retry(topic)?;
-        let job = NewJob { topic: topic.to_owned(), input, policy, not_before: None, key };
-        Ok(self.add(vec![job])?.remove(0))
+        Ok(self.enqueue_batch(topic, vec![(input, key)])?.remove(0))
     }
 
-    /// [`Dispatcher::enqueue_keyed`] within a tenant's `max_queued` (see
+    /// Enqueues jobs of one topic in one step, each an input with an
+    /// optional idempotency key, all or none: one [`Enqueued`] per job, in
+    /// order. A key already taken — by an earlier job, or earlier in the
+    /// batch — enqueues nothing and names that job (`created: false`).
+    ///
+    /// # Errors
+    ///
+    /// [`EnqueueError`] for an unknown topic or a store failure; nothing is
+    /// enqueued then.
+    pub fn enqueue_batch(
+        &self,
+        topic: &str,
+        jobs: Vec<(Vec<u8>, Option<String>)>,
+    ) -> Result<Vec<Enqueued>, EnqueueError> {
+        let jobs = self.new_jobs(topic, jobs)?;
+        Ok(self.add(jobs)?)
+    }
+
+    /// [`Dispatcher::enqueue_batch`] within a tenant's `max_queued` (see
     /// [`JobStore::enqueue_capped`]).
     ///
     /// # Errors
     ///
-    /// As [`Dispatcher::enqueue_keyed`].
+    /// As [`Dispatcher::enqueue_batch`].
     pub fn enqueue_capped(
         &self,
         topic: &str,
-        input: Vec<u8>,
-        key: Option<String>,
+        jobs: Vec<(Vec<u8>, Option<String>)>,
         cap: &QueueCap<'_>,
     ) -> Result<Capped, EnqueueError> {
-        let policy = self.topic_retry(topic)?;
-        let job = NewJob { topic: topic.to_owned(), input, policy, not_before: None, key };
-        let capped = self.store.enqueue_capped(job, cap, self.clock.now())?;
-        if let Capped::Enqueued(Enqueued { created: true, .. }) = capped {
-            self.counters.enqueued(1);
-            self.notifier.notify();
+        let jobs = self.new_jobs(topic, jobs)?;
+        let capped = self.store.enqueue_capped(jobs, cap, self.clock.now())?;
+        if let Capped::Enqueued(enqueued) = &capped {
+            self.created(topic, enqueued);
         }
         Ok(capped)
+    }
+
+    /// Jobs of a registered `topic` to store: each an input and a key.
+    fn new_jobs(&self, topic: &str, jobs: Vec<(Vec<u8>, Option<String>)>) -> Result<Vec<NewJob>, EnqueueError> {
+        let policy = self.topic_retry(topic)?;
+        Ok(jobs
+            .into_iter()
+            .map(|(input, key)| NewJob { topic: topic.to_owned(), input, policy, not_before: None, key })
+            .collect())
     }
 
     /// The retry policy of a new job of a registered `topic`.
@@ -222,13 +246,21 @@ impl Dispatcher {
     /// Stores new jobs; counts, and wakes fetchers for, those created (a
     /// job whose key was taken adds nothing to fetch).
     fn add(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>, StoreError> {
+        let Some(topic) = jobs.first().map(|job| job.topic.clone()) else { return Ok(Vec::new()) };
+        debug_assert!(jobs.iter().all(|job| job.topic == topic), "one topic per call");
         let enqueued = self.store.enqueue(jobs, self.clock.now())?;
+        self.created(&topic, &enqueued);
+        Ok(enqueued)
+    }
+
+    /// Counts the jobs of `topic` an enqueue created, and wakes that
+    /// topic's fetchers if there are any.
+    fn created(&self, topic: &str, enqueued: &[Enqueued]) {
         let created = enqueued.iter().filter(|e| e.created).count() as u64;
         if created > 0 {
             self.counters.enqueued(created);
-            self.notifier.notify();
+            self.wakers.topic(topic);
         }
-        Ok(enqueued)
     }
 
     /// Locks up to `request.max` jobs of `request.topics` for
@@ -250,11 +282,12 @@ impl Dispatcher {
         gate: Option<&ConcurrencyGate>,
     ) -> Result<Vec<LockedJob>, StoreError> {
         let deadline = self.clock.now() + wait;
+        let notifier = self.wakers.for_fetch(request.topics);
         loop {
             if self.shut_down.load(Ordering::Acquire) || stop.load(Ordering::Acquire) {
                 return Ok(Vec::new());
             }
-            let seen = self.notifier.generation();
+            let seen = notifier.generation();
             let now = self.clock.now();
             let permits = gate.map_or(request.max, |g| g.try_take(request.max));
             let mut next_wake = None;
@@ -264,7 +297,7 @@ impl Dispatcher {
                     && gate.give(permits - fetched.as_ref().map_or(0, |f| f.jobs.len()))
                 {
                     // Another topic of the tenant waits for these permits.
-                    self.notifier.notify();
+                    self.wakers.all();
                 }
                 let fetched = fetched?;
                 for ended in &fetched.ended {
@@ -279,7 +312,7 @@ impl Dispatcher {
                 return Ok(Vec::new());
             }
             let wake = next_wake.map_or(deadline, |gate| gate.min(deadline));
-            self.notifier.wait(seen, self.clock.real_wait(wake));
+            notifier.wait(seen, self.clock.real_wait(wake));
         }
     }
 
@@ -342,7 +375,7 @@ impl Dispatcher {
         }
         if re_armed {
             // A fetcher waiting for a later gate must recompute its wake.
-            self.notifier.notify();
+            self.wakers.all();
         }
         Ok(results)
     }
@@ -398,7 +431,7 @@ impl Dispatcher {
     pub fn retry_incident(&self, id: JobId) -> Result<RetryIncidentResult, StoreError> {
         let result = self.store.retry_incident(id, self.clock.now())?;
         if result == RetryIncidentResult::Requeued {
-            self.notifier.notify();
+            self.wakers.all();
         }
         Ok(result)
     }
@@ -414,7 +447,7 @@ impl Dispatcher {
     pub fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
         let changed = self.store.set_paused(topic, paused)?;
         if changed && !paused {
-            self.notifier.notify();
+            self.wakers.topic(topic);
         }
         Ok(changed)
     }
@@ -502,12 +535,12 @@ impl Dispatcher {
     /// Stops every fetch: waiting fetchers return at once.
     pub fn shut_down(&self) {
         self.shut_down.store(true, Ordering::Release);
-        self.notifier.notify();
+        self.wakers.all();
     }
 
     /// Wakes every waiting fetcher (e.g. after setting a pool's stop flag).
     pub fn wake_fetchers(&self) {
-        self.notifier.notify();
+        self.wakers.all();
     }
 
     /// Interrupts every job running in this process at its next epoch tick
@@ -527,7 +560,7 @@ impl Dispatcher {
 
 impl StoreEvents for Dispatcher {
     fn jobs_available(&self) {
-        self.notifier.notify();
+        self.wakers.all();
     }
 
     fn cancel_requested(&self, id: JobId) {

@@ -368,44 +368,66 @@ impl Host {
 
     /// Enqueues a job with an idempotency key: the same `key` returns the
     /// job it first enqueued instead of another (`created: false`). A job
-    /// counts against its tenant's `max_queued` (live jobs: queued, gated or
-    /// running) — estimated from the last published snapshot plus this
-    /// process's enqueues since, counted exactly within a tenth of the
+    /// counts against its tenant's `max_queued` (see
+    /// [`Host::enqueue_batch`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::enqueue`].
+    pub fn enqueue_keyed(&self, topic: &str, input: Vec<u8>, key: Option<String>) -> Result<Enqueued, EnqueueError> {
+        Ok(self.enqueue_batch(topic, vec![(input, key)])?.remove(0))
+    }
+
+    /// Enqueues jobs of one topic in one transaction, all or none, each an
+    /// input with an optional idempotency key (a key already taken, by an
+    /// earlier job or earlier in the batch, returns that job, `created:
+    /// false`). The jobs count against their tenant's `max_queued` (live
+    /// jobs: queued, gated or running) — every job of the batch, even one
+    /// whose key is taken — estimated from the last published snapshot plus
+    /// this process's enqueues since, counted exactly within a tenth of the
     /// limit (see [`QueueCheck`]); on a store several processes share,
     /// counted exactly in the store at every enqueue, in step with the other
     /// processes (see [`JobStore::enqueue_capped`]).
     ///
     /// # Errors
     ///
-    /// As [`Host::enqueue`].
-    pub fn enqueue_keyed(&self, topic: &str, input: Vec<u8>, key: Option<String>) -> Result<Enqueued, EnqueueError> {
+    /// As [`Host::enqueue`]: a batch that would take the tenant past its
+    /// `max_queued` is refused whole.
+    pub fn enqueue_batch(
+        &self,
+        topic: &str,
+        jobs: Vec<(Vec<u8>, Option<String>)>,
+    ) -> Result<Vec<Enqueued>, EnqueueError> {
         let tenant = self.runtimes.iter().find(|r| r.topic.name == topic).and_then(|r| r.topic.tenant.as_deref());
         let (Some(tenant), Some(max)) = (tenant, tenant.and_then(|t| self.quota(t).max_queued)) else {
-            return self.dispatcher.enqueue_keyed(topic, input, key);
+            return self.dispatcher.enqueue_batch(topic, jobs);
         };
         let Some(check) = self.queue_checks.get(tenant) else {
-            return self.dispatcher.enqueue_keyed(topic, input, key);
+            return self.dispatcher.enqueue_batch(topic, jobs);
         };
+        let adding = jobs.len() as u64;
         let mut check = check.lock();
         let topics: Vec<String> =
             self.topics().filter(|t| t.tenant() == Some(tenant)).map(|t| t.name().to_owned()).collect();
         if self.dispatcher.store().is_shared() {
             // Other processes enqueue too: counted in the store, with them.
             let cap = QueueCap { tenant, topics: &topics, max };
-            return match self.dispatcher.enqueue_capped(topic, input, key, &cap)? {
+            return match self.dispatcher.enqueue_capped(topic, jobs, &cap)? {
                 Capped::Enqueued(enqueued) => Ok(enqueued),
                 Capped::Full { live } => Err(EnqueueError::QuotaExceeded { tenant: tenant.to_owned(), live, max }),
             };
         }
         let snapshot = self.dispatcher.snapshot();
-        let live = check
-            .live(snapshot.totals.enqueued, &snapshot.depths, &topics, max, || self.dispatcher.store().depths())?;
-        if live >= max {
+        let live = check.live(snapshot.totals.enqueued, &snapshot.depths, &topics, max, adding, || {
+            self.dispatcher.store().depths()
+        })?;
+        if live + adding > max {
             return Err(EnqueueError::QuotaExceeded { tenant: tenant.to_owned(), live, max });
         }
-        let enqueued = self.dispatcher.enqueue_keyed(topic, input, key)?;
-        if enqueued.created {
-            check.added(self.dispatcher.enqueued());
+        let enqueued = self.dispatcher.enqueue_batch(topic, jobs)?;
+        let created = enqueued.iter().filter(|e| e.created).count() as u64;
+        if created > 0 {
+            check.added(self.dispatcher.enqueued(), created);
         }
         Ok(enqueued)
     }

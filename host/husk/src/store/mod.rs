@@ -17,14 +17,21 @@
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod error;
 mod memory;
+mod record;
+mod retention;
 pub mod sql;
 
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+pub use error::StoreError;
 pub use memory::{DEFAULT_RETAINED_OUTCOMES, MemoryStore};
+use record::expired_attempt;
+pub use record::{AttemptRecord, HISTORY_FAULT_BODY, JobRecord, JobState, LockInfo};
+pub use retention::{DiscardResult, Pruned, Retention};
 
 use crate::fault::Fault;
 pub use crate::job::JobId;
@@ -62,11 +69,13 @@ pub struct QueueCap<'a> {
 }
 
 /// What [`JobStore::enqueue_capped`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Capped {
-    /// The job was enqueued (or its key's job returned).
-    Enqueued(Enqueued),
-    /// The tenant was at its limit: nothing was enqueued.
+    /// The jobs were enqueued (or their keys' jobs returned), one
+    /// [`Enqueued`] per job, in order.
+    Enqueued(Vec<Enqueued>),
+    /// The jobs would take the tenant past its limit: nothing was
+    /// enqueued.
     Full {
         /// The tenant's live jobs, counted.
         live: u64,
@@ -81,97 +90,6 @@ pub struct Enqueued {
     /// Whether a job was enqueued; `false` when its key already existed
     /// (in the store, or earlier in the same call).
     pub created: bool,
-}
-
-/// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum JobState {
-    /// Waiting for a worker.
-    Queued,
-    /// Waiting for its `not_before` gate (a retry backoff or a delayed start).
-    Gated,
-    /// Locked by a worker.
-    Running,
-    /// Ended (see its outcome).
-    Terminal,
-}
-
-/// Which worker holds a job, until when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockInfo {
-    /// The worker.
-    pub worker: String,
-    /// When the lock expires.
-    #[serde(with = "crate::fault::epoch_millis")]
-    pub expires_at: SystemTime,
-}
-
-/// What the store knows of a job (see [`JobStore::get`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JobRecord {
-    /// The job.
-    pub id: JobId,
-    /// Its topic.
-    pub topic: String,
-    /// Where it is.
-    pub state: JobState,
-    /// The attempt it is on (1-based; the attempts made, once terminal).
-    pub attempt: u32,
-    /// Its retry policy.
-    pub policy: RetryPolicySpec,
-    /// When it was enqueued.
-    #[serde(with = "crate::fault::epoch_millis")]
-    pub enqueued_at: SystemTime,
-    /// Its gate, when gated.
-    #[serde(default, with = "optional_millis")]
-    pub not_before: Option<SystemTime>,
-    /// Its lock, when running.
-    pub lock: Option<LockInfo>,
-    /// The fault of its last failed attempt.
-    pub last_fault: Option<Fault>,
-    /// Whether its owner asked to cancel it while it ran.
-    pub cancel_requested: bool,
-    /// Its terminal outcome, once ended.
-    pub outcome: Option<TerminalOutcome>,
-    /// Its finished attempts, oldest first, across retried incidents.
-    /// Filled by [`JobStore::get`]; [`JobStore::list`] and
-    /// [`JobStore::incidents`] leave it empty.
-    #[serde(default)]
-    pub attempts: Vec<AttemptRecord>,
-}
-
-/// One finished attempt of a job.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AttemptRecord {
-    /// Which attempt (1-based).
-    pub attempt: u32,
-    /// The plugin version (digest) that ran it, if known.
-    pub plugin_version: Option<String>,
-    /// Its fault, the body cut at [`HISTORY_FAULT_BODY`] bytes; `None` when
-    /// it returned output, or its fault was classified a business error or
-    /// status (the outcome says which).
-    pub fault: Option<Fault>,
-    /// When it was reported, or, for a lock that expired, when the expiry
-    /// was reclaimed.
-    #[serde(with = "crate::fault::epoch_millis")]
-    pub finished_at: SystemTime,
-}
-
-mod optional_millis {
-    use std::time::SystemTime;
-
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use crate::fault::epoch_millis::{from_millis, to_millis};
-
-    pub(super) fn serialize<S: Serializer>(time: &Option<SystemTime>, serializer: S) -> Result<S::Ok, S::Error> {
-        time.map(to_millis).serialize(serializer)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<SystemTime>, D::Error> {
-        Ok(Option::<u64>::deserialize(deserializer)?.map(from_millis))
-    }
 }
 
 /// Proof of holding a job's lock: the job and the token of the fetch that
@@ -289,28 +207,6 @@ impl Report {
     }
 }
 
-/// The record of attempt `attempt` of a job whose lock expired: reclaimed
-/// at `now` with `fault` (`husk.lock-expired`); the version is unknown.
-fn expired_attempt(attempt: u32, fault: &Fault, now: SystemTime) -> AttemptRecord {
-    AttemptRecord::new(attempt, None, Some(fault), now)
-}
-
-/// The most of a fault's body an [`AttemptRecord`] keeps: a history holds
-/// one fault per attempt, and a guest's fault body may be as large as its
-/// output (1 MiB by default). The job's `last_fault` keeps its last fault
-/// whole.
-pub const HISTORY_FAULT_BODY: usize = 4 << 10;
-
-impl AttemptRecord {
-    /// The record of an attempt, its fault body cut at
-    /// [`HISTORY_FAULT_BODY`] bytes.
-    fn new(attempt: u32, plugin_version: Option<String>, fault: Option<&Fault>, finished_at: SystemTime) -> Self {
-        let fault = fault
-            .map(|f| Fault { code: f.code.clone(), body: f.body[..f.body.len().min(HISTORY_FAULT_BODY)].to_vec() });
-        Self { attempt, plugin_version, fault, finished_at }
-    }
-}
-
 /// The result of a report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reported {
@@ -377,137 +273,6 @@ impl Depth {
     pub fn live(&self) -> u64 {
         self.queued + self.gated + self.running
     }
-}
-
-/// Why a store call failed, on one line naming the store (a file, or a
-/// URL with its password hidden) — and of a kind a caller can act on:
-/// [`StoreError::is_retryable`] tells a failure worth trying again (the
-/// store is unreachable or busy, or a write met a concurrent one) from one
-/// that will not pass by itself.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The store cannot be reached or used now: a connection refused or
-    /// lost, an I/O error, a lock or pool timeout. Retryable.
-    #[error("{store}: {message}")]
-    Unavailable {
-        /// The store, e.g. `SQLite store husk-data/husk.db`.
-        store: String,
-        /// What failed, and why.
-        message: String,
-    },
-    /// A write conflicted with a concurrent one (a serialization failure,
-    /// a deadlock, a unique key). Retryable.
-    #[error("{store}: {message}")]
-    Conflict {
-        /// The store.
-        store: String,
-        /// What failed, and why.
-        message: String,
-    },
-    /// A stored value cannot be read: a corrupt row or file, a value that
-    /// does not decode.
-    #[error("{store}: {message}")]
-    Corrupt {
-        /// The store.
-        store: String,
-        /// What failed, and why.
-        message: String,
-    },
-    /// The store was written by a newer husk, whose schema this one does
-    /// not know: upgrade this husk (nothing was changed).
-    #[error("{store}: written by a newer husk (schema {version}; this husk knows up to {known})")]
-    NewerSchema {
-        /// The store.
-        store: String,
-        /// The store's schema version.
-        version: i64,
-        /// The newest this husk knows.
-        known: i64,
-    },
-    /// The store refused what it was asked (a bad URL or schema name, a
-    /// statement it rejects): not retryable as it is.
-    #[error("{store}: {message}")]
-    Failed {
-        /// The store.
-        store: String,
-        /// What failed, and why.
-        message: String,
-    },
-}
-
-impl StoreError {
-    /// Whether trying the same call again later may succeed
-    /// ([`StoreError::Unavailable`], [`StoreError::Conflict`]).
-    pub fn is_retryable(&self) -> bool {
-        matches!(self, StoreError::Unavailable { .. } | StoreError::Conflict { .. })
-    }
-}
-
-/// How long ended jobs are kept (see [`JobStore::prune`]): their outcome,
-/// history and idempotency key go after this long, counted from when they
-/// ended. Open incidents are kept until they are retried or discarded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Retention {
-    /// Completed jobs (default 24 h).
-    #[serde(with = "humantime_serde")]
-    pub completed: Duration,
-    /// Business errors and statuses, and cancelled jobs (default 7 days).
-    #[serde(with = "humantime_serde")]
-    pub business: Duration,
-    /// Failed jobs no longer open incidents: discarded, or retried and
-    /// ended again since (default 7 days).
-    #[serde(with = "humantime_serde")]
-    pub failed: Duration,
-}
-
-impl Default for Retention {
-    fn default() -> Self {
-        const DAY: Duration = Duration::from_secs(24 * 3600);
-        Self { completed: DAY, business: 7 * DAY, failed: 7 * DAY }
-    }
-}
-
-impl Retention {
-    /// The retention of an outcome of kind `kind` (see [`Outcome::kind`]).
-    pub fn of(&self, kind: &str) -> Duration {
-        match kind {
-            "completed" => self.completed,
-            "failed" => self.failed,
-            _ => self.business,
-        }
-    }
-
-    /// The outcome kinds kept for each retention, as the SQL stores prune
-    /// them: (kinds, how long).
-    pub fn classes(&self) -> [(&'static [&'static str], Duration); 3] {
-        [
-            (&["completed"], self.completed),
-            (&["business-error", "business-status", "cancelled"], self.business),
-            (&["failed"], self.failed),
-        ]
-    }
-}
-
-/// What a [`JobStore::prune`] removed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Pruned {
-    /// Outcomes (ended jobs, with their histories).
-    pub outcomes: u64,
-    /// Idempotency keys of those jobs.
-    pub keys: u64,
-}
-
-/// The result of [`JobStore::discard_incident`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiscardResult {
-    /// The incident is closed: no longer listed or retryable; its outcome
-    /// is kept as long as [`Retention::failed`] says.
-    Discarded,
-    /// The job is not an open incident.
-    NotAnIncident,
-    /// No such job.
-    NotFound,
 }
 
 /// A plugin version the store keeps (see [`JobStore::put_version`]).
@@ -744,10 +509,13 @@ pub trait JobStore: Send + Sync + 'static {
         Ok(0)
     }
 
-    /// Enqueues `job` only while `cap.topics` hold fewer than `cap.max`
-    /// live jobs (queued, gated or running), counted in the same step as
-    /// the insert, which no other capped enqueue of `cap.tenant` interleaves
-    /// with — in any process sharing the store. This default counts with
+    /// Enqueues `jobs` (all or none) only when `cap.topics` hold at most
+    /// `cap.max` live jobs (queued, gated or running) with them, counted in
+    /// the same step as the insert, which no other capped enqueue of
+    /// `cap.tenant` interleaves with — in any process sharing the store.
+    /// Every job counts, even one whose key names an existing job (the
+    /// safe side: a batch is never admitted past the limit). This default
+    /// counts with
     /// [`JobStore::depths`] and then enqueues: exact for a store only one
     /// process uses, when the caller serializes a tenant's enqueues (as
     /// [`crate::Host`] does).
@@ -755,12 +523,12 @@ pub trait JobStore: Send + Sync + 'static {
     /// # Errors
     ///
     /// [`StoreError`] when the store fails; nothing is enqueued then.
-    fn enqueue_capped(&self, job: NewJob, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
+    fn enqueue_capped(&self, jobs: Vec<NewJob>, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
         let live: u64 = self.depths()?.iter().filter(|(t, _)| cap.topics.contains(t)).map(|(_, d)| d.live()).sum();
-        if live >= cap.max {
+        if live + jobs.len() as u64 > cap.max {
             return Ok(Capped::Full { live });
         }
-        Ok(Capped::Enqueued(self.enqueue(vec![job], now)?.remove(0)))
+        Ok(Capped::Enqueued(self.enqueue(jobs, now)?))
     }
 
     /// Keeps `version` of `topic` (its component is `component`) and makes

@@ -1,0 +1,198 @@
+//! Enqueue through the real HTTP API, as an operator's clients would: `husk
+//! serve` started as a child process (its topic's workers running the jobs
+//! meanwhile), 8 client threads, each on its own keep-alive connection:
+//!
+//! - one job per request, each with an `Idempotency-Key`: jobs/s and the
+//!   request latency (p50 / p99);
+//! - the batch endpoint, 1,000 jobs per request (keyed too): jobs/s.
+//!
+//! On SQLite (one process), then on PostgreSQL with three `husk serve`
+//! processes sharing one schema, the clients spread over them.
+//!
+//! `cargo bench -p husk-cli --bench enqueue [-- JOBS]` (default 40,000 per
+//! run). PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
+//! start` runs; skipped (saying so) without one.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use husk_cli::client::Client;
+use husk_server::tokens::token_hash;
+
+const TOKEN: &str = "bench-token";
+const CLIENTS: usize = 8;
+const BATCH: usize = 1000;
+
+/// A `husk serve` process, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn config(store: &str, schema: Option<&str>) -> String {
+    let schema = schema.map(|s| format!("postgres_schema = \"{s}\"\n")).unwrap_or_default();
+    format!(
+        r#"store = "{store}"
+{schema}max_batch_size = "16MiB"
+
+[tenants.bench]
+tokens = ["sha256:{hash}"]
+
+[topics.bench]
+tenant = "bench"
+plugin = "{plugin}"
+fetch_batch = 32
+"#,
+        hash = token_hash(TOKEN),
+        plugin = std::path::Path::new(env!("HUSK_GUEST_DIR")).join("transform.wasm").display(),
+    )
+}
+
+fn start(dir: &std::path::Path, name: &str, config: &str) -> Server {
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, config).unwrap();
+    let log_path = dir.join(format!("{name}.log"));
+    let log = std::fs::File::create(&log_path).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_husk"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .env("RUST_LOG", "warn,husk_server=info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    // Killed and waited for when dropped, also if it never starts.
+    let mut server = Server { child, url: String::new() };
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if let Some((_, rest)) = text.split_once("husk serving on ") {
+            server.url = rest.split_whitespace().next().unwrap().to_owned();
+            return server;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "husk serve did not start:\n{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `jobs` single enqueues from [`CLIENTS`] threads over `servers`:
+/// (jobs/s, p50, p99).
+fn singles(servers: &[String], jobs: usize, run: &str) -> (f64, Duration, Duration) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (next, url, run) = (next.clone(), servers[c % servers.len()].clone(), run.to_owned());
+            std::thread::spawn(move || {
+                let client = Client::new(&url, Some(TOKEN.to_owned()));
+                let mut latencies = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= jobs {
+                        return latencies;
+                    }
+                    let body = format!(r#"{{"name":"user-{i}","amount":{i}.5}}"#);
+                    let key = format!("{run}-{i}");
+                    let sent = Instant::now();
+                    let answer = client
+                        .post(
+                            "/v1/topics/bench/jobs",
+                            Some((body.as_bytes(), "application/json")),
+                            &[("Idempotency-Key", &key)],
+                        )
+                        .unwrap();
+                    latencies.push(sent.elapsed());
+                    assert_eq!(answer["created"], true);
+                }
+            })
+        })
+        .collect();
+    let mut latencies: Vec<Duration> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let rate = jobs as f64 / started.elapsed().as_secs_f64();
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    (rate, at(0.50), at(0.99))
+}
+
+/// `jobs` enqueued in batches of [`BATCH`] from [`CLIENTS`] threads: jobs/s.
+fn batches(servers: &[String], jobs: usize, run: &str) -> f64 {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (next, url, run) = (next.clone(), servers[c % servers.len()].clone(), run.to_owned());
+            std::thread::spawn(move || {
+                let client = Client::new(&url, Some(TOKEN.to_owned()));
+                loop {
+                    let first = next.fetch_add(BATCH, Ordering::Relaxed);
+                    if first >= jobs {
+                        return;
+                    }
+                    let items: Vec<String> = (first..(first + BATCH).min(jobs))
+                        .map(|i| format!(r#"{{"input":{{"name":"user-{i}","amount":{i}.5}},"key":"{run}-{i}"}}"#))
+                        .collect();
+                    let body = format!("[{}]", items.join(","));
+                    let answer = client
+                        .post("/v1/topics/bench/jobs/batch", Some((body.as_bytes(), "application/json")), &[])
+                        .unwrap();
+                    assert_eq!(answer["created"], items.len());
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    jobs as f64 / started.elapsed().as_secs_f64()
+}
+
+fn report(label: &str, servers: &[String], jobs: usize) {
+    let (rate, p50, p99) = singles(servers, jobs, "single");
+    println!(
+        "{label}: one job per request, {CLIENTS} connections: {rate:>8.0} jobs/s, p50 {:.2} ms, p99 {:.2} ms",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
+    let rate = batches(servers, jobs * 5, "batch");
+    println!("{label}: batches of {BATCH}, {CLIENTS} connections: {rate:>8.0} jobs/s");
+}
+
+/// The PostgreSQL test server's URL, if one runs.
+fn postgres_url() -> Option<String> {
+    std::env::var("HUSK_TEST_POSTGRES").ok().or_else(|| {
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/postgres/url"))
+            .ok()
+            .map(|s| s.trim().to_owned())
+    })
+}
+
+fn main() {
+    let jobs: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(40_000);
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = dir.path().join("husk.db");
+        let server = start(dir.path(), "sqlite", &config(db.to_str().unwrap(), None));
+        report("SQLite, 1 process", std::slice::from_ref(&server.url), jobs);
+    }
+    let Some(url) = postgres_url() else {
+        println!("PostgreSQL: skipped (no $HUSK_TEST_POSTGRES, and scripts/postgres start is not running)");
+        return;
+    };
+    let schema = format!("bench_enqueue_{}", std::process::id());
+    let text = config(&url, Some(&schema));
+    // The first process creates the schema; the others start after it.
+    let mut servers = vec![start(dir.path(), "pg0", &text)];
+    servers.extend((1..3).map(|i| start(dir.path(), &format!("pg{i}"), &text)));
+    let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
+    report("PostgreSQL, 3 processes", &urls, jobs);
+    drop(servers);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
+}

@@ -1,0 +1,132 @@
+//! What the store knows of a job: its state, lock, record and the history
+//! of its attempts.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fault::Fault;
+use crate::job::JobId;
+use crate::outcome::TerminalOutcome;
+use crate::retry::RetryPolicySpec;
+
+#[cfg(doc)]
+use crate::store::JobStore;
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobState {
+    /// Waiting for a worker.
+    Queued,
+    /// Waiting for its `not_before` gate (a retry backoff or a delayed start).
+    Gated,
+    /// Locked by a worker.
+    Running,
+    /// Ended (see its outcome).
+    Terminal,
+}
+
+/// Which worker holds a job, until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockInfo {
+    /// The worker.
+    pub worker: String,
+    /// When the lock expires.
+    #[serde(with = "crate::fault::epoch_millis")]
+    pub expires_at: SystemTime,
+}
+
+/// What the store knows of a job (see [`JobStore::get`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// The job.
+    pub id: JobId,
+    /// Its topic.
+    pub topic: String,
+    /// Where it is.
+    pub state: JobState,
+    /// The attempt it is on (1-based; the attempts made, once terminal).
+    pub attempt: u32,
+    /// Its retry policy.
+    pub policy: RetryPolicySpec,
+    /// When it was enqueued.
+    #[serde(with = "crate::fault::epoch_millis")]
+    pub enqueued_at: SystemTime,
+    /// Its gate, when gated.
+    #[serde(default, with = "optional_millis")]
+    pub not_before: Option<SystemTime>,
+    /// Its lock, when running.
+    pub lock: Option<LockInfo>,
+    /// The fault of its last failed attempt.
+    pub last_fault: Option<Fault>,
+    /// Whether its owner asked to cancel it while it ran.
+    pub cancel_requested: bool,
+    /// Its terminal outcome, once ended.
+    pub outcome: Option<TerminalOutcome>,
+    /// Its finished attempts, oldest first, across retried incidents.
+    /// Filled by [`JobStore::get`]; [`JobStore::list`] and
+    /// [`JobStore::incidents`] leave it empty.
+    #[serde(default)]
+    pub attempts: Vec<AttemptRecord>,
+}
+
+/// One finished attempt of a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// Which attempt (1-based).
+    pub attempt: u32,
+    /// The plugin version (digest) that ran it, if known.
+    pub plugin_version: Option<String>,
+    /// Its fault, the body cut at [`HISTORY_FAULT_BODY`] bytes; `None` when
+    /// it returned output, or its fault was classified a business error or
+    /// status (the outcome says which).
+    pub fault: Option<Fault>,
+    /// When it was reported, or, for a lock that expired, when the expiry
+    /// was reclaimed.
+    #[serde(with = "crate::fault::epoch_millis")]
+    pub finished_at: SystemTime,
+}
+
+mod optional_millis {
+    use std::time::SystemTime;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::fault::epoch_millis::{from_millis, to_millis};
+
+    pub(super) fn serialize<S: Serializer>(time: &Option<SystemTime>, serializer: S) -> Result<S::Ok, S::Error> {
+        time.map(to_millis).serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<SystemTime>, D::Error> {
+        Ok(Option::<u64>::deserialize(deserializer)?.map(from_millis))
+    }
+}
+
+/// The record of attempt `attempt` of a job whose lock expired: reclaimed
+/// at `now` with `fault` (`husk.lock-expired`); the version is unknown.
+pub(super) fn expired_attempt(attempt: u32, fault: &Fault, now: SystemTime) -> AttemptRecord {
+    AttemptRecord::new(attempt, None, Some(fault), now)
+}
+
+/// The most of a fault's body an [`AttemptRecord`] keeps: a history holds
+/// one fault per attempt, and a guest's fault body may be as large as its
+/// output (1 MiB by default). The job's `last_fault` keeps its last fault
+/// whole.
+pub const HISTORY_FAULT_BODY: usize = 4 << 10;
+
+impl AttemptRecord {
+    /// The record of an attempt, its fault body cut at
+    /// [`HISTORY_FAULT_BODY`] bytes.
+    pub(super) fn new(
+        attempt: u32,
+        plugin_version: Option<String>,
+        fault: Option<&Fault>,
+        finished_at: SystemTime,
+    ) -> Self {
+        let fault = fault
+            .map(|f| Fault { code: f.code.clone(), body: f.body[..f.body.len().min(HISTORY_FAULT_BODY)].to_vec() });
+        Self { attempt, plugin_version, fault, finished_at }
+    }
+}
