@@ -67,13 +67,19 @@ fn check_upgraded(store: &dyn JobStore) {
         attempts.iter().map(|a| (a.attempt, a.plugin_version.as_deref())).collect::<Vec<_>>(),
         [(1, Some("v2"))]
     );
+    // Outcome seqs go on from the old ones (schema 4 moved PostgreSQL's
+    // counter into a sequence).
+    let seq = |id| store.get(id).unwrap().unwrap().outcome.unwrap().seq;
+    let (old, new) = (seq(ENDED), seq(QUEUED));
+    assert!(new > old, "{new} after {old}");
+    assert_eq!(store.outcomes_after(old, 10).unwrap().iter().map(|o| o.seq).collect::<Vec<_>>(), [new]);
 }
 
 #[test]
 fn sqlite_a_schema_1_file_is_upgraded_in_place_keeping_its_jobs() {
     // Schema 1 is upgraded through every later migration (2: histories and
     // keys; 3: paused topics), so this covers them all.
-    assert_eq!(SCHEMA_VERSION, 3, "a new schema: check what it adds in `check_upgraded`");
+    assert_eq!(SCHEMA_VERSION, 4, "a new schema: check what it adds in `check_upgraded`");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("husk.db");
     {

@@ -113,6 +113,45 @@ fn postgres_concurrent_enqueues_of_one_key_from_two_processes_make_one_job() {
 }
 
 #[test]
+#[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
+fn postgres_an_outcome_committed_late_is_not_skipped_by_the_outcome_cursor() {
+    let Some(url) = crate::rig::pg::url() else { return };
+    let schema = crate::rig::pg::TestSchema::new(url);
+    let store = schema.open();
+    // Another writer draws a seq and has not committed yet...
+    let mut writer = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+    writer.batch_execute(&format!("SET search_path = {}; BEGIN", schema.name)).unwrap();
+    let late: i64 = writer.query_one("SELECT husk_next_seqs(1)", &[]).unwrap().get(0);
+    // ...while a job ends and commits with a later seq.
+    let id = run_to_end(&store, "t", Outcome::Cancelled);
+    let ended = store.get(id).unwrap().unwrap().outcome.unwrap().seq;
+    assert!(ended > late as u64);
+    assert_eq!(store.outcomes_after(0, 10).unwrap(), vec![], "nothing past a writer still in flight");
+    // The late writer commits an outcome with its earlier seq: the stream
+    // gives both, in seq order, the late one first.
+    writer
+        .execute(
+            "INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at, outcome,
+                                        policy, last_fault, open_incident, input, history)
+             SELECT $1, job_id + 1000, generation, topic, attempts, enqueued_at, finished_at, outcome, policy,
+                    last_fault, open_incident, input, history
+             FROM husk_outcomes WHERE seq = $2",
+            &[&late, &(ended as i64)],
+        )
+        .unwrap();
+    writer.batch_execute("COMMIT").unwrap();
+    let stream: Vec<(u64, JobId)> = store.outcomes_after(0, 10).unwrap().iter().map(|o| (o.seq, o.job_id)).collect();
+    assert_eq!(stream, vec![(late as u64, JobId(id.0 + 1000)), (ended, id)]);
+    // A writer that rolls back leaves a gap, and holds nothing back after.
+    writer.batch_execute("BEGIN").unwrap();
+    writer.query_one("SELECT husk_next_seqs(1)", &[]).unwrap();
+    let next = run_to_end(&store, "t", Outcome::Cancelled);
+    assert_eq!(store.outcomes_after(ended, 10).unwrap(), vec![]);
+    writer.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(store.outcomes_after(ended, 10).unwrap().iter().map(|o| o.job_id).collect::<Vec<_>>(), vec![next]);
+}
+
+#[test]
 fn sqlite_jobs_gates_locks_and_outcomes_survive_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("husk.db");

@@ -38,6 +38,7 @@ mod migrations;
 mod pool;
 mod report;
 mod rows;
+mod sequence;
 mod store;
 mod wake;
 

@@ -116,6 +116,49 @@ CREATE TABLE husk_plugin_versions (
     PRIMARY KEY (topic, digest)
 );
 "#,
+    // 4: outcome `seq`s from a sequence instead of a counter row locked
+    // until commit, so transactions that end jobs share WAL flushes; the
+    // outcome stream reads only below every in-flight writer's mark (see
+    // `crate::sequence`).
+    r#"
+CREATE SEQUENCE husk_outcome_seq;
+SELECT setval('husk_outcome_seq', value) FROM husk_meta WHERE key = 'outcome_seq' AND value > 0;
+DELETE FROM husk_meta WHERE key = 'outcome_seq';
+-- This deployment's tag in the advisory-lock keys of outcome writers (its
+-- schema's: deployments sharing a database do not hold each other back).
+CREATE FUNCTION husk_seq_tag() RETURNS BIGINT LANGUAGE sql STABLE AS $$
+    SELECT ((hashtext(current_schema()) & 32767) | 16384)::bigint
+$$;
+-- The highest seq drawn so far.
+CREATE FUNCTION husk_seq_drawn() RETURNS BIGINT LANGUAGE sql VOLATILE AS $$
+    SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM husk_outcome_seq
+$$;
+-- `n` seqs for outcomes this transaction writes: first a shared advisory
+-- lock keyed by the highest seq drawn so far (so every seq this transaction
+-- draws is above its mark), held until the transaction ends.
+CREATE FUNCTION husk_next_seqs(n BIGINT) RETURNS SETOF BIGINT LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF n > 0 THEN
+        PERFORM pg_advisory_xact_lock_shared((husk_seq_tag() << 48) | husk_seq_drawn());
+        RETURN QUERY SELECT nextval('husk_outcome_seq') FROM generate_series(1, n);
+    END IF;
+END
+$$;
+-- The highest seq below which every outcome is committed (or will never
+-- be): the highest drawn, read first, lowered to the mark of any writer
+-- still in flight.
+CREATE FUNCTION husk_seq_committed() RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    drawn BIGINT := husk_seq_drawn();
+    marked BIGINT;
+BEGIN
+    SELECT min(((classid::bigint << 32) | objid::bigint) & 281474976710655) INTO marked FROM pg_locks
+     WHERE locktype = 'advisory' AND objsubid = 1 AND (classid::bigint >> 16) = husk_seq_tag()
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database());
+    RETURN least(drawn, coalesce(marked, drawn));
+END
+$$;
+"#,
 ];
 
 /// Key of the advisory lock that serializes migrations of concurrent starts.

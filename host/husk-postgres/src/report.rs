@@ -40,8 +40,8 @@ impl PostgresStore {
             return Ok((0, results));
         }
         // The DELETE checks the lock itself, so no prior SELECT ... FOR
-        // UPDATE is needed; the seq counter row is locked after the job rows
-        // (its new value needs the count of deleted rows).
+        // UPDATE is needed; seqs are drawn for the rows it deleted, under
+        // this statement's writer mark (see `crate::sequence`).
         let sql = r#"WITH r AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $6::text[])
                                           AS r(slot, id, token, outcome, spent)),
              ended AS (
@@ -51,11 +51,13 @@ impl PostgresStore {
                  RETURNING j.id, j.generation, j.topic, j.attempt, j.enqueued_at, j.policy, j.last_fault,
                            r.outcome, r.slot,
                            husk_append(j.history, '[{"attempt":' || j.attempt || ',' || r.spent || ']') AS history),
-             counter AS (
-                 UPDATE husk_meta SET value = value + (SELECT count(*) FROM ended) WHERE key = 'outcome_seq'
-                 RETURNING value - (SELECT count(*) FROM ended) AS base),
+             seqs AS (
+                 SELECT seq, row_number() OVER (ORDER BY seq) AS pos
+                 FROM husk_next_seqs((SELECT count(*) FROM ended)) AS seq),
              numbered AS (
-                 SELECT e.*, (SELECT base FROM counter) + row_number() OVER (ORDER BY e.slot) AS seq FROM ended e),
+                 SELECT e.*, s.seq
+                 FROM (SELECT ended.*, row_number() OVER (ORDER BY ended.slot) AS pos FROM ended) e
+                 JOIN seqs s ON s.pos = e.pos),
              inserted AS (
                  INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at,
                                             outcome, policy, last_fault, open_incident, history)

@@ -132,9 +132,9 @@ pub(crate) fn arm_all(tx: &mut Tx<'_>, arms: &[Arm], now: SystemTime) -> Result<
 }
 
 /// Ends live jobs (rows already locked by this transaction): records their
-/// outcomes (with their histories) with the next `seq`s and deletes them
-/// from the live jobs. The `seq` counter row is locked last, and held until
-/// commit.
+/// outcomes (with their histories) with the next `seq`s (drawn under this
+/// transaction's writer mark, see [`crate::sequence`]) and deletes them from
+/// the live jobs.
 pub(crate) fn end_all(
     tx: &mut Tx<'_>,
     endings: Vec<Ending>,
@@ -151,31 +151,35 @@ pub(crate) fn end_all(
     let faults: Vec<Option<String>> = endings.iter().map(|e| e.job.outcome_fault(&e.outcome)).collect();
     let incidents: Vec<bool> = endings.iter().map(|e| matches!(e.outcome, Outcome::Failed { .. })).collect();
     let spent: Vec<String> = endings.iter().map(|e| appended(e.spent.as_ref())).collect();
-    // One round trip: take `count` seqs from the counter row (locked until
-    // commit), delete the jobs, insert their outcomes.
-    let row = tx.query_one(
-        "WITH counter AS (
-             UPDATE husk_meta SET value = value + $8 WHERE key = 'outcome_seq' RETURNING value - $8 AS base),
+    // One round trip: draw `count` seqs, delete the jobs, insert their
+    // outcomes (the n-th ending gets the n-th smallest seq).
+    let rows = tx.query(
+        "WITH seqs AS (
+             SELECT seq, row_number() OVER (ORDER BY seq) AS pos FROM husk_next_seqs($8) AS seq),
          ended AS (
              DELETE FROM husk_jobs WHERE id = ANY($1)
              RETURNING id, generation, topic, enqueued_at, policy, input, history),
          inserted AS (
              INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at, outcome,
                                         policy, last_fault, open_incident, input, history)
-             SELECT (SELECT base FROM counter) + r.pos, e.id, e.generation, e.topic, r.attempts, e.enqueued_at,
+             SELECT s.seq, e.id, e.generation, e.topic, r.attempts, e.enqueued_at,
                     $7, r.outcome, e.policy, r.last_fault, r.incident, CASE WHEN r.incident THEN e.input END,
                     husk_append(e.history, r.spent)
              FROM ended e
              JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[], $9::text[])
                   AS r(id, pos, attempts, outcome, last_fault, incident, spent) ON r.id = e.id
-             RETURNING 1)
-         SELECT (SELECT base FROM counter), (SELECT count(*) FROM inserted)",
+             JOIN seqs s ON s.pos = r.pos
+             RETURNING job_id, seq)
+         SELECT job_id, seq FROM inserted",
         &[&ids, &offsets, &attempts, &outcomes, &faults, &incidents, &millis(now), &count, &spent],
     )?;
-    let (base, inserted): (i64, i64) = (row.get(0), row.get(1));
-    debug_assert_eq!(inserted, count, "every ended job was live and locked by this transaction");
-    let seqs: Vec<i64> = offsets.iter().map(|offset| base + offset).collect();
-    Ok(endings.into_iter().zip(seqs).map(|(e, seq)| e.job.terminal(seq, e.outcome, now)).collect())
+    debug_assert_eq!(rows.len() as i64, count, "every ended job was live and locked by this transaction");
+    let seqs: HashMap<i64, i64> = rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+    Ok(endings
+        .into_iter()
+        .map(|e| (seqs.get(&e.job.id).copied().unwrap_or(0), e))
+        .map(|(seq, e)| e.job.terminal(seq, e.outcome, now))
+        .collect())
 }
 
 /// Claims up to `request.max` jobs, topic by topic: queued jobs and gated

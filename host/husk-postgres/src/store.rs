@@ -15,13 +15,13 @@ use husk::store::{
     StoreError, StoreEvents, StoredVersion, TopicVersion,
 };
 
-use crate::PostgresStore;
 use crate::listener::Listener;
 use crate::pool::{PgError, Tx};
 use crate::rows::{
     Arm, Ending, arm_all, claim, end_all, get_record, live_row, notify, outcome_row, record_of, select_live,
     select_outcomes, take_keys,
 };
+use crate::{PostgresStore, sequence};
 
 /// How often (clock time) a fetch that claims jobs also reclaims expired
 /// locks; a fetch that finds nothing to claim always does.
@@ -265,8 +265,12 @@ impl JobStore for PostgresStore {
 
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
         self.run("outcomes", |tx| {
-            let rows = tx
-                .query(select_outcomes!("WHERE seq > $1 ORDER BY seq LIMIT $2"), &[&(after as i64), &(limit as i64)])?;
+            // Only up to what every writer has committed, read first.
+            let committed = sequence::committed(tx)?;
+            let rows = tx.query(
+                select_outcomes!("WHERE seq > $1 AND seq <= $3 ORDER BY seq LIMIT $2"),
+                &[&(after as i64), &(limit as i64), &committed],
+            )?;
             Ok(rows.iter().map(|r| outcome_row(r).map(|(o, _, _)| o)).collect::<Result<_, _>>()?)
         })
     }

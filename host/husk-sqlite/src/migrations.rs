@@ -77,4 +77,8 @@ CREATE TABLE plugin_versions (
     PRIMARY KEY (topic, digest)
 );
 "#,
+    // 4: nothing here (PostgreSQL's outcome sequence; one writer needs none).
+    r#"
+UPDATE meta SET value = value WHERE 0;
+"#,
 ];

@@ -8,6 +8,7 @@
 //! nearest gate or lock expiry comes — one timed wait per waiting fetcher
 //! (see `wake`).
 
+mod combine;
 mod stats;
 mod wake;
 
@@ -20,6 +21,7 @@ use parking_lot::{Mutex, RwLock};
 
 use arc_swap::ArcSwap;
 
+use combine::Combiner;
 use stats::Counters;
 pub use stats::{Snapshot, Totals};
 use wake::Wakers;
@@ -74,6 +76,7 @@ pub struct Dispatcher {
     clock: Arc<dyn Clock>,
     sink: Arc<dyn OutcomeSink>,
     wakers: Wakers,
+    combiner: Combiner,
     default_retry: Option<RetryPolicySpec>,
     topics: RwLock<HashMap<String, Arc<TopicPolicy>>>,
     running: RunningJobs,
@@ -111,6 +114,7 @@ impl Dispatcher {
             clock,
             sink,
             wakers,
+            combiner: Combiner::default(),
             default_retry,
             topics: RwLock::new(HashMap::new()),
             running: RunningJobs::default(),
@@ -243,12 +247,14 @@ impl Dispatcher {
         Ok(self.resolve_retry(&policy))
     }
 
-    /// Stores new jobs; counts, and wakes fetchers for, those created (a
-    /// job whose key was taken adds nothing to fetch).
+    /// Stores new jobs, in one store call with those of other threads
+    /// enqueueing at the same moment (see `combine`); counts, and wakes
+    /// fetchers for, those created (a job whose key was taken adds nothing
+    /// to fetch).
     fn add(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>, StoreError> {
         let Some(topic) = jobs.first().map(|job| job.topic.clone()) else { return Ok(Vec::new()) };
         debug_assert!(jobs.iter().all(|job| job.topic == topic), "one topic per call");
-        let enqueued = self.store.enqueue(jobs, self.clock.now())?;
+        let enqueued = self.combiner.enqueue(jobs, |jobs| self.store.enqueue(jobs, self.clock.now()))?;
         self.created(&topic, &enqueued);
         Ok(enqueued)
     }
