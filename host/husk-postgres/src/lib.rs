@@ -121,17 +121,24 @@ pub struct PostgresStore {
 }
 
 /// The `NOTIFY` channels of one deployment (suffixed by its schema:
-/// channels are database-wide).
+/// channels are database-wide), and this store's own mark on what it sends
+/// on the jobs channel (its own wakes are not for its own fetchers: its
+/// dispatcher woke those already).
 #[derive(Debug, Clone)]
 pub(crate) struct Channels {
     pub(crate) jobs: String,
     pub(crate) cancel: String,
+    pub(crate) sender: String,
 }
 
 impl Channels {
     pub(crate) fn new(schema: Option<&str>) -> Self {
+        static OPENED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let suffix = schema.map(|s| format!("_{s}")).unwrap_or_default();
-        Self { jobs: format!("husk_jobs{suffix}"), cancel: format!("husk_cancel{suffix}") }
+        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let opened = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sender = format!("{:x}-{:x}-{opened:x}", std::process::id(), nanos);
+        Self { jobs: format!("husk_jobs{suffix}"), cancel: format!("husk_cancel{suffix}"), sender }
     }
 }
 
@@ -191,7 +198,7 @@ impl PostgresStore {
             .connection_timeout(config.connect_timeout)
             .build(Manager { config: pg.clone() })
             .map_err(|e| store_error(store.clone(), "cannot open the connection pool", PgError::Pool(e)))?;
-        let waker = Waker::start(pool.clone(), channels.jobs.clone(), name.clone());
+        let waker = Waker::start(pool.clone(), &channels, name.clone());
         Ok(Self { name, config: pg, pool, channels, last_reclaim: Mutex::new(None), listener: Mutex::new(None), waker })
     }
 

@@ -83,7 +83,7 @@ pub(crate) fn listen(
             if let Ok(id) = note.payload().parse::<u64>() {
                 events.cancel_requested(JobId(id));
             }
-        } else {
+        } else if note.payload() != channels.sender {
             events.jobs_available();
         }
     }

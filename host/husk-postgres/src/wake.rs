@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::Channels;
 use crate::pool::Manager;
 
 #[derive(Debug, Default)]
@@ -40,17 +41,25 @@ pub(crate) struct Waker {
 }
 
 impl Waker {
-    /// Starts the thread sending `NOTIFY channel` on connections of `pool`.
-    pub(crate) fn start(pool: r2d2::Pool<Manager>, channel: String, name: String) -> Self {
+    /// Starts the thread sending `NOTIFY` on the jobs channel, on
+    /// connections of `pool`: committed without waiting for the WAL flush
+    /// (a wake lost in a crash costs a poll timeout at most), with this
+    /// store's mark as the payload, which its own listener ignores.
+    pub(crate) fn start(pool: r2d2::Pool<Manager>, channels: &Channels, name: String) -> Self {
+        let notify = format!(
+            "BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify('{}', '{}'); COMMIT",
+            channels.jobs, channels.sender
+        );
         let shared = Arc::new(Shared::default());
         let state = shared.clone();
         let thread = std::thread::Builder::new()
             .name("husk-pg-wake".into())
             .spawn(move || {
                 while state.next() {
-                    let sent = pool.get().map_err(|e| e.to_string()).and_then(|mut conn| {
-                        conn.client.execute("SELECT pg_notify($1, '')", &[&channel]).map_err(|e| e.to_string())
-                    });
+                    let sent = pool
+                        .get()
+                        .map_err(|e| e.to_string())
+                        .and_then(|mut conn| conn.client.batch_execute(&notify).map_err(|e| e.to_string()));
                     if let Err(error) = sent {
                         tracing::warn!(store = %name, %error, "cannot wake other processes' fetchers (they look again at their poll timeout)");
                         std::thread::sleep(Duration::from_millis(100));
