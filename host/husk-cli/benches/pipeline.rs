@@ -6,7 +6,9 @@
 //! terminal outcome, at a steady 1,000 jobs/s, with fetch batches of 1 and
 //! 32.
 //!
-//! `cargo bench -p husk-host --bench pipeline [-- JOBS]` (default 200,000).
+//! `cargo bench -p husk-cli --bench pipeline [-- JOBS]` (default 200,000);
+//! `-- --latency`: only the latency runs, on PostgreSQL; `-- --gate JOBS`:
+//! the cost of the cluster-wide concurrency gate.
 //! PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
 //! start` runs; skipped (saying so) without one. Prints jobs/s for each; not
 //! a criterion bench, since one run is already hundreds of thousands of
@@ -270,6 +272,16 @@ fn main() {
         return measure_gate(jobs);
     }
     let memory = || Arc::new(MemoryStore::new()) as Arc<dyn JobStore>;
+    if args.iter().any(|a| a == "--latency") {
+        // Only the latency runs, on PostgreSQL.
+        let url = postgres_url().expect("a PostgreSQL server (scripts/postgres start)");
+        for batch in [1, 32] {
+            let schema = format!("lat_{}_{batch}", std::process::id());
+            measure_latency("PostgreSQL", postgres(&url, &schema), batch, 5_000);
+            drop_schema(&url, &schema);
+        }
+        return;
+    }
     let native =
         measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), memory(), jobs);
     let wasm = measure("wasm transform, memory store", Topic::wasm("bench", transform()), memory(), jobs);

@@ -40,7 +40,6 @@ mod report;
 mod rows;
 mod sequence;
 mod store;
-mod wake;
 
 use std::time::{Duration, SystemTime};
 
@@ -53,7 +52,6 @@ use husk::store::sql::SCHEMA_VERSION;
 use listener::Listener;
 use migrations::{MigrateError, migrate};
 use pool::{Manager, PgError, describe, store_error};
-use wake::Waker;
 
 /// How to reach the database.
 #[derive(Debug, Clone)]
@@ -117,7 +115,6 @@ pub struct PostgresStore {
     channels: Channels,
     last_reclaim: Mutex<Option<SystemTime>>,
     listener: Mutex<Option<Listener>>,
-    waker: Waker,
 }
 
 /// The `NOTIFY` channels of one deployment (suffixed by its schema:
@@ -198,8 +195,7 @@ impl PostgresStore {
             .connection_timeout(config.connect_timeout)
             .build(Manager { config: pg.clone() })
             .map_err(|e| store_error(store.clone(), "cannot open the connection pool", PgError::Pool(e)))?;
-        let waker = Waker::start(pool.clone(), &channels, name.clone());
-        Ok(Self { name, config: pg, pool, channels, last_reclaim: Mutex::new(None), listener: Mutex::new(None), waker })
+        Ok(Self { name, config: pg, pool, channels, last_reclaim: Mutex::new(None), listener: Mutex::new(None) })
     }
 
     /// The database, password redacted.
