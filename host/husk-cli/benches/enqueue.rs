@@ -84,73 +84,75 @@ fn start(dir: &std::path::Path, name: &str, config: &str) -> Server {
     }
 }
 
-/// `jobs` single enqueues from [`CLIENTS`] threads over `servers`:
-/// (jobs/s, p50, p99).
-fn singles(servers: &[String], jobs: usize, run: &str) -> (f64, Duration, Duration) {
-    let next = Arc::new(AtomicUsize::new(0));
+/// Runs `client` on [`CLIENTS`] threads, each with its own connection to one
+/// of `servers` (round robin), all taking work from one counter: each
+/// thread's results, and the seconds they took.
+fn on_clients<T: Send + 'static>(
+    servers: &[String],
+    client: impl Fn(&Client, &AtomicUsize) -> T + Send + Sync + 'static,
+) -> (Vec<T>, f64) {
+    let (next, client) = (Arc::new(AtomicUsize::new(0)), Arc::new(client));
     let started = Instant::now();
     let threads: Vec<_> = (0..CLIENTS)
         .map(|c| {
-            let (next, url, run) = (next.clone(), servers[c % servers.len()].clone(), run.to_owned());
-            std::thread::spawn(move || {
-                let client = Client::new(&url, Some(TOKEN.to_owned()));
-                let mut latencies = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= jobs {
-                        return latencies;
-                    }
-                    let body = format!(r#"{{"name":"user-{i}","amount":{i}.5}}"#);
-                    let key = format!("{run}-{i}");
-                    let sent = Instant::now();
-                    let answer = client
-                        .post(
-                            "/v1/topics/bench/jobs",
-                            Some((body.as_bytes(), "application/json")),
-                            &[("Idempotency-Key", &key)],
-                        )
-                        .unwrap();
-                    latencies.push(sent.elapsed());
-                    assert_eq!(answer["created"], true);
-                }
-            })
+            let (next, url, work) = (next.clone(), servers[c % servers.len()].clone(), client.clone());
+            std::thread::spawn(move || work(&Client::new(&url, Some(TOKEN.to_owned())), &next))
         })
         .collect();
-    let mut latencies: Vec<Duration> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
-    let rate = jobs as f64 / started.elapsed().as_secs_f64();
+    let results = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    (results, started.elapsed().as_secs_f64())
+}
+
+/// `jobs` single enqueues from [`CLIENTS`] threads over `servers`:
+/// (jobs/s, p50, p99).
+fn singles(servers: &[String], jobs: usize, run: &str) -> (f64, Duration, Duration) {
+    let run = run.to_owned();
+    let (latencies, seconds) = on_clients(servers, move |client, next| {
+        let mut latencies = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= jobs {
+                return latencies;
+            }
+            let body = format!(r#"{{"name":"user-{i}","amount":{i}.5}}"#);
+            let key = format!("{run}-{i}");
+            let sent = Instant::now();
+            let answer = client
+                .post(
+                    "/v1/topics/bench/jobs",
+                    Some((body.as_bytes(), "application/json")),
+                    &[("Idempotency-Key", &key)],
+                )
+                .unwrap();
+            latencies.push(sent.elapsed());
+            assert_eq!(answer["created"], true);
+        }
+    });
+    let mut latencies: Vec<Duration> = latencies.into_iter().flatten().collect();
     latencies.sort();
     let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
-    (rate, at(0.50), at(0.99))
+    (jobs as f64 / seconds, at(0.50), at(0.99))
 }
 
 /// `jobs` enqueued in batches of [`BATCH`] from [`CLIENTS`] threads: jobs/s.
 fn batches(servers: &[String], jobs: usize, run: &str) -> f64 {
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let threads: Vec<_> = (0..CLIENTS)
-        .map(|c| {
-            let (next, url, run) = (next.clone(), servers[c % servers.len()].clone(), run.to_owned());
-            std::thread::spawn(move || {
-                let client = Client::new(&url, Some(TOKEN.to_owned()));
-                loop {
-                    let first = next.fetch_add(BATCH, Ordering::Relaxed);
-                    if first >= jobs {
-                        return;
-                    }
-                    let items: Vec<String> = (first..(first + BATCH).min(jobs))
-                        .map(|i| format!(r#"{{"input":{{"name":"user-{i}","amount":{i}.5}},"key":"{run}-{i}"}}"#))
-                        .collect();
-                    let body = format!("[{}]", items.join(","));
-                    let answer = client
-                        .post("/v1/topics/bench/jobs/batch", Some((body.as_bytes(), "application/json")), &[])
-                        .unwrap();
-                    assert_eq!(answer["created"], items.len());
-                }
-            })
-        })
-        .collect();
-    threads.into_iter().for_each(|t| t.join().unwrap());
-    jobs as f64 / started.elapsed().as_secs_f64()
+    let run = run.to_owned();
+    let (_, seconds) = on_clients(servers, move |client, next| {
+        loop {
+            let first = next.fetch_add(BATCH, Ordering::Relaxed);
+            if first >= jobs {
+                return;
+            }
+            let items: Vec<String> = (first..(first + BATCH).min(jobs))
+                .map(|i| format!(r#"{{"input":{{"name":"user-{i}","amount":{i}.5}},"key":"{run}-{i}"}}"#))
+                .collect();
+            let body = format!("[{}]", items.join(","));
+            let answer =
+                client.post("/v1/topics/bench/jobs/batch", Some((body.as_bytes(), "application/json")), &[]).unwrap();
+            assert_eq!(answer["created"], items.len());
+        }
+    });
+    jobs as f64 / seconds
 }
 
 fn report(label: &str, servers: &[String], jobs: usize) {

@@ -91,7 +91,6 @@ pub(super) async fn enqueue_batch(
         };
         jobs.push((input.to_vec(), key));
     }
-    drop(batch);
     let (enqueued, topic) = blocking(move || Ok((api.host.enqueue_batch(&topic, jobs)?, topic))).await?;
     let created = enqueued.iter().filter(|e| e.created).count();
     let status = if created > 0 { StatusCode::CREATED } else { StatusCode::OK };
