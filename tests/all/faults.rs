@@ -144,24 +144,43 @@ struct OwnPostgres {
 }
 
 impl OwnPostgres {
-    fn script(env: &[(&'static str, String)], command: &str) -> String {
+    fn try_script(env: &[(&'static str, String)], command: &str) -> Result<String, String> {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/postgres");
         let out = Command::new(script).arg(command).envs(env.iter().map(|(k, v)| (k, v))).output().unwrap();
-        assert!(out.status.success(), "scripts/postgres {command}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        if out.status.success() {
+            Ok(String::from_utf8(out.stdout).unwrap().trim().to_owned())
+        } else {
+            Err(format!("scripts/postgres {command}: {}", String::from_utf8_lossy(&out.stderr)))
+        }
     }
 
+    fn script(env: &[(&'static str, String)], command: &str) -> String {
+        Self::try_script(env, command).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Starts on a port above Linux's ephemeral range (so no outgoing
+    /// connection holds it, now or at the restart), trying another port
+    /// when a listener of something else has this one.
     fn start() -> Self {
         let state = tempfile::tempdir().unwrap();
-        let port = 55_000 + std::process::id() % 5_000;
-        let env = vec![
-            ("HUSK_PG_PORT", port.to_string()),
-            // Not in a 0700 temporary directory: the server runs as `postgres`.
-            ("HUSK_PG_DATA", format!("/tmp/husk-pg-fault-{port}")),
-            ("HUSK_PG_STATE", state.path().display().to_string()),
-        ];
-        let url = Self::script(&env, "start");
-        Self { env, url, _state: state }
+        let mut failures = Vec::new();
+        for attempt in 0..5 {
+            let port = 61_000 + (std::process::id() + attempt * 613) % 3_000;
+            let env = vec![
+                ("HUSK_PG_PORT", port.to_string()),
+                // Not in a 0700 temporary directory: the server runs as `postgres`.
+                ("HUSK_PG_DATA", format!("/tmp/husk-pg-fault-{port}")),
+                ("HUSK_PG_STATE", state.path().display().to_string()),
+            ];
+            match Self::try_script(&env, "start") {
+                Ok(url) => return Self { env, url, _state: state },
+                Err(e) => {
+                    Self::try_script(&env, "stop").ok();
+                    failures.push(e);
+                }
+            }
+        }
+        panic!("no PostgreSQL server of the test's own started: {failures:#?}");
     }
 
     fn down(&self) {
