@@ -218,26 +218,26 @@ fn measure_pg_processes(url: &str, processes: usize, jobs: usize) -> f64 {
     rate
 }
 
-/// Records each job's latency, enqueue to terminal outcome.
+/// When each job's terminal outcome arrived.
 #[derive(Default)]
-struct Latencies {
-    enqueued: Mutex<std::collections::HashMap<u64, Instant>>,
-    latencies: Mutex<Vec<Duration>>,
-}
+struct Arrivals(Mutex<Vec<(u64, Instant)>>);
 
-impl OutcomeSink for Latencies {
+impl OutcomeSink for Arrivals {
     fn deliver(&self, outcome: &TerminalOutcome) {
         let now = Instant::now();
-        // The enqueue is recorded under the same lock before the job can run.
-        if let Some(at) = self.enqueued.lock().unwrap().remove(&outcome.job_id.0) {
-            self.latencies.lock().unwrap().push(now - at);
-        }
+        self.0.lock().unwrap().push((outcome.job_id.0, now));
     }
 }
 
-/// Enqueues `jobs` one by one at 1,000/s and reports the p50/p99 latency.
+/// Clients enqueuing at once, as an API server's requests do.
+const LATENCY_CLIENTS: usize = 4;
+
+/// Enqueues `jobs` one per call at a steady 1,000/s (job `i` is due `i` ms
+/// after the start, spread over [`LATENCY_CLIENTS`] threads) and reports
+/// the p50/p99 latency, from the start of each enqueue call to the
+/// delivery of its terminal outcome.
 fn measure_latency(label: &str, store: Arc<dyn JobStore>, batch: usize, jobs: usize) {
-    let sink = Arc::new(Latencies::default());
+    let sink = Arc::new(Arrivals::default());
     let host = Host::builder()
         .store(store)
         .sink(sink.clone())
@@ -245,21 +245,39 @@ fn measure_latency(label: &str, store: Arc<dyn JobStore>, batch: usize, jobs: us
         .build()
         .unwrap();
     let start = Instant::now();
-    for (i, input) in inputs(jobs).into_iter().enumerate() {
-        let due = start + Duration::from_millis(i as u64);
-        std::thread::sleep(due.saturating_duration_since(Instant::now()));
-        let mut enqueued = sink.enqueued.lock().unwrap();
-        let id = host.enqueue("bench", input).unwrap();
-        enqueued.insert(id.0, Instant::now());
-    }
-    while sink.latencies.lock().unwrap().len() < jobs {
+    let inputs = inputs(jobs);
+    let sent: Vec<(u64, Instant)> = std::thread::scope(|scope| {
+        let clients: Vec<_> = (0..LATENCY_CLIENTS)
+            .map(|client| {
+                let (host, inputs) = (&host, &inputs);
+                scope.spawn(move || {
+                    let mut sent = Vec::new();
+                    for i in (client..jobs).step_by(LATENCY_CLIENTS) {
+                        let due = start + Duration::from_millis(i as u64);
+                        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                        let at = Instant::now();
+                        sent.push((host.enqueue("bench", inputs[i].clone()).unwrap().0, at));
+                    }
+                    sent
+                })
+            })
+            .collect();
+        clients.into_iter().flat_map(|c| c.join().unwrap()).collect()
+    });
+    let rate = jobs as f64 / start.elapsed().as_secs_f64();
+    while sink.0.lock().unwrap().len() < jobs {
         std::thread::sleep(Duration::from_millis(10));
     }
     host.shutdown();
-    let mut latencies = std::mem::take(&mut *sink.latencies.lock().unwrap());
+    let arrived: std::collections::HashMap<u64, Instant> = sink.0.lock().unwrap().iter().copied().collect();
+    let mut latencies: Vec<Duration> = sent.iter().map(|(id, at)| arrived[id] - *at).collect();
     latencies.sort_unstable();
     let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3;
-    println!("latency, {label}, fetch batch {batch}: p50 {:.2} ms, p99 {:.2} ms", at(0.5), at(0.99));
+    println!(
+        "latency, {label}, fetch batch {batch}: p50 {:.2} ms, p99 {:.2} ms (enqueued at {rate:.0} jobs/s by {LATENCY_CLIENTS} clients)",
+        at(0.5),
+        at(0.99)
+    );
 }
 
 fn main() {
