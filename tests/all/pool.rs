@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use husk::outcome::Outcome;
 use husk::retry::RetryPolicySpec;
 use husk::sandbox::Limits;
-use husk::store::{CancelResult, JobId, JobState};
+use husk::store::{CancelResult, JobId, JobState, MemoryStore};
 use husk::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::json;
 
@@ -36,8 +36,20 @@ fn wait_until_running(host: &Host, id: JobId) {
 
 #[test]
 fn jobs_flow_through_pools_sandbox_mapper_and_retries() {
+    jobs_flow_through(MemoryStore::new());
+}
+
+/// The same, each batch's reports committed by the dispatcher's completer
+/// while its worker runs the next batch (as on PostgreSQL).
+#[test]
+fn jobs_flow_through_pools_with_reports_completed_in_the_background() {
+    jobs_flow_through(MemoryStore::new().completing_in_background());
+}
+
+fn jobs_flow_through(store: MemoryStore) {
     let sink = Arc::new(WaitingSink::default());
     let host = Host::builder()
+        .store(Arc::new(store))
         .engine(test_config())
         .sink(sink.clone())
         .default_retry(quick_retry())

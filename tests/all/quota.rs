@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use husk::quota::Quota;
 use husk::sandbox::CancelToken;
 use husk::sandbox::Ending;
-use husk::store::LockedJob;
+use husk::store::{LockedJob, MemoryStore};
 use husk::worker::{Handled, Handler};
 use husk::{Host, Topic};
 
@@ -49,10 +49,22 @@ fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
 
 #[test]
 fn a_tenants_running_jobs_never_exceed_max_concurrent_across_its_topics() {
+    never_exceeds_max_concurrent(MemoryStore::new());
+}
+
+/// The same, each batch's permits coming back only when the dispatcher's
+/// completer has committed its reports (as on PostgreSQL).
+#[test]
+fn max_concurrent_holds_with_reports_completed_in_the_background() {
+    never_exceeds_max_concurrent(MemoryStore::new().completing_in_background());
+}
+
+fn never_exceeds_max_concurrent(store: MemoryStore) {
     let overlap =
         Arc::new(Overlap { running: AtomicUsize::new(0), peak: AtomicUsize::new(0), open: AtomicBool::new(false) });
     let sink = Arc::new(WaitingSink::default());
     let host = Host::builder()
+        .store(Arc::new(store))
         .sink(sink.clone())
         .quota("acme", Quota::default().with_max_concurrent(Some(LIMIT)).with_max_queued(None))
         .topic(Topic::native("one", overlap.clone()).with_tenant("acme").with_workers(4).with_fetch_batch(2))

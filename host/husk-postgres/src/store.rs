@@ -361,6 +361,12 @@ impl JobStore for PostgresStore {
         true
     }
 
+    /// A commit waits for its WAL flush, which one transaction of every
+    /// worker's reports shares.
+    fn completes_in_background(&self) -> bool {
+        true
+    }
+
     fn acquire_permits(
         &self,
         tenant: &str,

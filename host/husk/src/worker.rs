@@ -3,6 +3,7 @@
 //! never on an async runtime, so a guest spinning to its deadline holds up
 //! nothing but its own worker.
 
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +13,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 
 use crate::capability::Grants;
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, Pending};
 use crate::plugin::Plugin;
 use crate::quota::ConcurrencyGate;
 use crate::sandbox::{CancelToken, Ending, Job, Kill, Limits, Sandbox};
@@ -343,6 +344,12 @@ impl Drop for WorkerPool {
     }
 }
 
+/// How many batches' reports a worker may have waiting for the completer
+/// (see `dispatch::complete`) before it waits for the oldest: enough to
+/// keep a worker of small batches busy through a commit's flush, few
+/// enough that a store that is down soon holds the worker up.
+const MAX_PENDING_BATCHES: usize = 16;
+
 struct Worker {
     name: String,
     topics: Vec<String>,
@@ -356,6 +363,8 @@ struct Worker {
 impl Worker {
     fn run(self) {
         let mut store_failures = 0u32;
+        // Batches whose reports commit in the background, oldest first.
+        let mut pending: VecDeque<Pending> = VecDeque::new();
         while !self.stop.load(Ordering::Acquire) {
             let request = FetchRequest {
                 worker: &self.name,
@@ -406,50 +415,40 @@ impl Worker {
                 reports.push((job.lock, report));
                 guards.push(guard);
             }
-            self.submit(&jobs, reports);
+            // The guest runs no more: a cancel from now on has nothing to stop.
             drop(guards);
-            if let Some(gate) = &self.hooks.gate
+            if pending.len() >= MAX_PENDING_BATCHES
+                && let Some(oldest) = pending.pop_front()
+            {
+                oldest.wait();
+            }
+            pending.push_back(self.submit(jobs, reports));
+        }
+        pending.into_iter().for_each(Pending::wait);
+    }
+
+    /// Submits a batch's reports (see [`Dispatcher::hand_off`]: a store
+    /// that is unavailable — a restarting server, a full disk — is tried
+    /// again while the batch's locks last). When they are done with, the
+    /// tenant's permits for the batch come back.
+    fn submit(&self, jobs: Vec<LockedJob>, reports: Vec<(Lock, Report)>) -> Pending {
+        let expires = jobs.iter().map(|j| j.lock_expires_at).min();
+        let (dispatcher, hooks) = (self.dispatcher.clone(), self.hooks.clone());
+        self.dispatcher.hand_off(reports, expires, move |results| {
+            if let (Some(observer), Some(results)) = (&hooks.observer, &results) {
+                for (job, result) in jobs.iter().zip(results) {
+                    if *result == Reported::ReArmed {
+                        observer.retried(&job.topic);
+                    }
+                }
+            }
+            if let Some(gate) = &hooks.gate
                 && gate.give(jobs.len())
             {
                 // Fetchers of the tenant's topics wait for a permit.
-                self.dispatcher.wake_fetchers();
+                dispatcher.wake_fetchers();
             }
-        }
-    }
-
-    /// Submits a batch's reports. A store that is unavailable (a
-    /// restarting server, a full disk) is tried again, backing off, while
-    /// the batch's locks last: the reports are re-validated against the
-    /// locks, so one that did commit before its answer was lost is not
-    /// applied twice. Given up, the locks expire and the jobs are retried.
-    fn submit(&self, jobs: &[LockedJob], reports: Vec<(Lock, Report)>) {
-        let expires = jobs.iter().map(|j| j.lock_expires_at).min();
-        let mut failures = 0u32;
-        loop {
-            let error = match self.dispatcher.submit(reports.clone()) {
-                Ok(results) => return self.observe_retries(jobs, &results),
-                Err(error) => error,
-            };
-            failures += 1;
-            let backoff = Duration::from_millis(50 << failures.min(4));
-            let in_time = expires.is_some_and(|at| self.dispatcher.clock().now() + backoff < at);
-            if !error.is_retryable() || !in_time {
-                tracing::error!(worker = %self.name, %error, "report failed; the jobs' locks will expire and be retried");
-                return;
-            }
-            tracing::warn!(worker = %self.name, %error, "report failed; trying again");
-            std::thread::sleep(backoff);
-        }
-    }
-
-    fn observe_retries(&self, jobs: &[LockedJob], results: &[Reported]) {
-        if let Some(observer) = &self.hooks.observer {
-            for (job, result) in jobs.iter().zip(results) {
-                if *result == Reported::ReArmed {
-                    observer.retried(&job.topic);
-                }
-            }
-        }
+        })
     }
 
     /// Runs one job; a panicking handler is a trap of that job, never the

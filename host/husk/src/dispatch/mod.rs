@@ -9,6 +9,7 @@
 //! (see `wake`).
 
 mod combine;
+mod complete;
 mod stats;
 mod wake;
 
@@ -22,6 +23,8 @@ use parking_lot::{Mutex, RwLock};
 use arc_swap::ArcSwap;
 
 use combine::Combiner;
+use complete::Completer;
+pub use complete::Pending;
 use stats::Counters;
 pub use stats::{Snapshot, Totals};
 use wake::Wakers;
@@ -77,6 +80,7 @@ pub struct Dispatcher {
     sink: Arc<dyn OutcomeSink>,
     wakers: Wakers,
     combiner: Combiner,
+    completer: Completer,
     default_retry: Option<RetryPolicySpec>,
     topics: RwLock<HashMap<String, Arc<TopicPolicy>>>,
     running: RunningJobs,
@@ -84,6 +88,12 @@ pub struct Dispatcher {
     snapshot: ArcSwap<Snapshot>,
     shut_down: AtomicBool,
     interrupting: AtomicBool,
+}
+
+impl Drop for Dispatcher {
+    fn drop(&mut self) {
+        self.completer.close();
+    }
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -115,6 +125,7 @@ impl Dispatcher {
             sink,
             wakers,
             combiner: Combiner::default(),
+            completer: Completer::default(),
             default_retry,
             topics: RwLock::new(HashMap::new()),
             running: RunningJobs::default(),

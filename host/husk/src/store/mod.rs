@@ -461,6 +461,15 @@ pub trait JobStore: Send + Sync + 'static {
         false
     }
 
+    /// Whether workers should hand their reports to the dispatcher's
+    /// completer, which makes one store call of every worker's reports
+    /// while the workers run their next batches: worth it where a commit
+    /// waits for a flush that costs the same for one row or a thousand
+    /// (PostgreSQL). `false`: each worker reports on its own thread.
+    fn completes_in_background(&self) -> bool {
+        false
+    }
+
     /// Leases up to `want` more of `tenant`'s `limit` concurrency permits
     /// to `holder` (one process), which holds `held` now: counts the
     /// unexpired leases of the other holders sharing the store, in one step

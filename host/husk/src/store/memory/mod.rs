@@ -36,6 +36,7 @@ pub const DEFAULT_RETAINED_OUTCOMES: usize = 100_000;
 pub struct MemoryStore {
     inner: Mutex<Inner>,
     retained: usize,
+    background: bool,
 }
 
 impl Default for MemoryStore {
@@ -128,7 +129,16 @@ impl MemoryStore {
 
     /// An empty store keeping the last `retained` terminal outcomes.
     pub fn with_retained_outcomes(retained: usize) -> Self {
-        Self { inner: Mutex::new(Inner::default()), retained: retained.max(1) }
+        Self { inner: Mutex::new(Inner::default()), retained: retained.max(1), background: false }
+    }
+
+    /// This store, its reports handed to the dispatcher's completer as a
+    /// PostgreSQL store's are ([`JobStore::completes_in_background`]): for
+    /// exercising that path, since nothing here waits for a flush.
+    #[must_use]
+    pub fn completing_in_background(mut self) -> Self {
+        self.background = true;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -137,6 +147,10 @@ impl MemoryStore {
 }
 
 impl JobStore for MemoryStore {
+    fn completes_in_background(&self) -> bool {
+        self.background
+    }
+
     fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
         let mut inner = self.lock();
         let mut results = Vec::with_capacity(jobs.len());

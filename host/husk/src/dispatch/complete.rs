@@ -1,0 +1,206 @@
+//! Reports commit while the workers run on: the completer.
+//!
+//! On a store whose commit waits for a flush (PostgreSQL with
+//! `synchronous_commit` on), a worker that reports and waits spends most of
+//! its time waiting: one flush per batch, however small the batch. A store
+//! that says so ([`JobStore::completes_in_background`]) has its reports
+//! handed to the dispatcher's completer thread instead: it takes every
+//! report waiting, makes one store call of them all (one transaction, one
+//! flush), and tells each worker its results. Meanwhile the worker fetches
+//! and runs its next batches; a worker has at most a few batches waiting
+//! here (`worker::MAX_PENDING_BATCHES`) before it waits for the oldest, so
+//! a store that is down holds the workers up rather than the reports piling
+//! up.
+//!
+//! Nothing changes for what a report means: a job stays locked until its
+//! report commits, its outcome is delivered after the commit, the tenant's
+//! permits come back after it, and a report the store refuses for a while
+//! is tried again while the jobs' locks last (see [`Dispatcher::submit`]).
+//! A process killed with reports waiting loses them as it would lose a
+//! report in flight: the locks expire and the jobs run again.
+//!
+//! [`JobStore::completes_in_background`]: crate::store::JobStore::completes_in_background
+
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::Dispatcher;
+use crate::store::{Lock, Report, Reported};
+
+/// What a hand-off's caller is told when its reports are done with: their
+/// results in order, or `None` when they were given up (their locks
+/// expire and the jobs are retried).
+type Completion = Box<dyn FnOnce(Option<Vec<Reported>>) + Send>;
+
+/// One batch's reports, waiting for the completer.
+struct Handoff {
+    reports: Vec<(Lock, Report)>,
+    /// When the earliest of the batch's locks expires: past it, trying the
+    /// report again is pointless.
+    expires: Option<SystemTime>,
+    done: Completion,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: Vec<Handoff>,
+    /// Whether the completer thread runs.
+    started: bool,
+    /// Set when the dispatcher is dropped: the thread ends once the queue
+    /// is empty.
+    closed: bool,
+}
+
+/// The completer (see the module docs).
+#[derive(Default)]
+pub(super) struct Completer {
+    shared: Arc<(Mutex<Queue>, Condvar)>,
+}
+
+impl std::fmt::Debug for Completer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completer").finish_non_exhaustive()
+    }
+}
+
+/// A hand-off that has not committed yet: wait for it before handing off
+/// the next batch, and before the worker ends.
+#[derive(Debug)]
+#[must_use = "a worker waits for its hand-off before the next one"]
+pub struct Pending(Receiver<()>);
+
+impl Pending {
+    /// Waits until the reports are done with (committed or given up).
+    pub fn wait(self) {
+        // A closed channel is also the end: the completion was dropped.
+        let _ = self.0.recv();
+    }
+}
+
+impl Completer {
+    /// Queues `handoff`, starting the completer thread on first use; gives
+    /// it back when the thread cannot start.
+    fn hand_off(&self, dispatcher: &Arc<Dispatcher>, handoff: Handoff) -> Result<(), (Handoff, std::io::Error)> {
+        let (queue, changed) = &*self.shared;
+        let mut queue = queue.lock();
+        if !queue.started {
+            let shared = self.shared.clone();
+            let dispatcher = Arc::downgrade(dispatcher);
+            let started =
+                std::thread::Builder::new().name("husk-completer".into()).spawn(move || run(&shared, &dispatcher));
+            if let Err(error) = started {
+                return Err((handoff, error));
+            }
+            queue.started = true;
+        }
+        queue.waiting.push(handoff);
+        changed.notify_one();
+        Ok(())
+    }
+
+    /// Lets the thread end once nothing waits.
+    pub(super) fn close(&self) {
+        let (queue, changed) = &*self.shared;
+        queue.lock().closed = true;
+        changed.notify_all();
+    }
+}
+
+/// The completer thread: each round takes every hand-off waiting.
+fn run(shared: &(Mutex<Queue>, Condvar), dispatcher: &Weak<Dispatcher>) {
+    let (queue, changed) = shared;
+    loop {
+        let round = {
+            let mut queue = queue.lock();
+            while queue.waiting.is_empty() && !queue.closed {
+                changed.wait(&mut queue);
+            }
+            if queue.waiting.is_empty() {
+                return;
+            }
+            std::mem::take(&mut queue.waiting)
+        };
+        match dispatcher.upgrade() {
+            Some(dispatcher) => dispatcher.complete(round),
+            None => round.into_iter().for_each(|handoff| (handoff.done)(None)),
+        }
+    }
+}
+
+impl Dispatcher {
+    /// Submits a batch's reports — at once on the caller's thread, or
+    /// through the completer when the store completes in the background —
+    /// and calls `done` with their results (`None`: given up, the locks
+    /// expire and the jobs are retried). `expires` is when the earliest of
+    /// the batch's locks expires. The returned [`Pending`] is done when
+    /// `done` has run.
+    pub fn hand_off(
+        self: &Arc<Self>,
+        reports: Vec<(Lock, Report)>,
+        expires: Option<SystemTime>,
+        done: impl FnOnce(Option<Vec<Reported>>) + Send + 'static,
+    ) -> Pending {
+        let (signal, pending) = sync_channel(1);
+        let done = signalling(signal, done);
+        let handoff = Handoff { reports, expires, done };
+        if !self.store.completes_in_background() {
+            self.complete(vec![handoff]);
+        } else if let Err((handoff, error)) = self.completer.hand_off(self, handoff) {
+            tracing::error!(%error, "cannot start the completer thread; reporting on the worker");
+            self.complete(vec![handoff]);
+        }
+        Pending(pending)
+    }
+
+    /// One store call for every hand-off of `round`, tried again while
+    /// their locks last; when the store refuses the shared call for good,
+    /// each hand-off is tried in a call of its own.
+    fn complete(&self, mut round: Vec<Handoff>) {
+        let mut failures = 0u32;
+        loop {
+            let reports: Vec<(Lock, Report)> = round.iter().flat_map(|h| h.reports.iter().cloned()).collect();
+            let error = match self.submit(reports) {
+                Ok(mut results) => {
+                    for handoff in round.into_iter().rev() {
+                        let mine = results.split_off(results.len() - handoff.reports.len());
+                        (handoff.done)(Some(mine));
+                    }
+                    return;
+                }
+                Err(error) => error,
+            };
+            if !error.is_retryable() && round.len() > 1 {
+                round.into_iter().for_each(|handoff| self.complete(vec![handoff]));
+                return;
+            }
+            failures += 1;
+            let backoff = Duration::from_millis(50 << failures.min(4));
+            let retry_by = self.clock.now() + backoff;
+            let (keep, give_up): (Vec<_>, Vec<_>) =
+                round.into_iter().partition(|h| error.is_retryable() && h.expires.is_some_and(|at| retry_by < at));
+            if !give_up.is_empty() {
+                let jobs: usize = give_up.iter().map(|h| h.reports.len()).sum();
+                tracing::error!(%error, jobs, "report failed; the jobs' locks will expire and be retried");
+                give_up.into_iter().for_each(|handoff| (handoff.done)(None));
+            }
+            if keep.is_empty() {
+                return;
+            }
+            let jobs: usize = keep.iter().map(|h| h.reports.len()).sum();
+            tracing::warn!(%error, jobs, "report failed; trying again");
+            std::thread::sleep(backoff);
+            round = keep;
+        }
+    }
+}
+
+/// `done`, then the signal that the hand-off is done with.
+fn signalling(signal: SyncSender<()>, done: impl FnOnce(Option<Vec<Reported>>) + Send + 'static) -> Completion {
+    Box::new(move |results| {
+        done(results);
+        let _ = signal.send(());
+    })
+}
