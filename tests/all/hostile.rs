@@ -177,3 +177,29 @@ fn guest_text_cannot_start_a_line_of_its_own_in_the_hosts_log() {
     assert_eq!(messages, vec![whole.as_str(), "fine", rest, "fine", rest], "{messages:?}");
     assert!(messages.iter().all(|m| !m.chars().any(char::is_control)), "{messages:?}");
 }
+
+/// A job never sees what the job before it left in memory: `residue` fills
+/// 1 MiB of its static data and 2 MiB of grown memory, and the next job on
+/// the same pool slot (a pool of one) counts what is left — with dirty
+/// pages found by `PAGEMAP_SCAN` (the default), with the kept-resident
+/// range reset whole by `memset`, and with a kept-resident range larger
+/// than the written data.
+#[test]
+fn a_job_sees_nothing_an_earlier_job_left_in_memory() {
+    let configs = [
+        ("pagemap-scan", crate::support::test_config()),
+        ("memset", crate::support::test_config().with_pagemap_scan(false)),
+        ("4 MiB kept resident", crate::support::test_config().with_memory_keep_resident(4 << 20)),
+    ];
+    for (name, config) in configs {
+        let engine = husk::engine::Engine::new(config.with_max_instances(1)).unwrap();
+        let sandbox = husk::sandbox::Sandbox::new(engine).unwrap();
+        let plugin = load(&sandbox, "residue");
+        for round in 0..3 {
+            let written = output(&run(&sandbox, &plugin, json!({ "mode": "write" })));
+            assert_eq!(written, json!({ "nonzero_static": 1 << 20, "nonzero_grown": 2 << 20 }), "{name}");
+            let read = output(&run(&sandbox, &plugin, json!({ "mode": "read" })));
+            assert_eq!(read, json!({ "nonzero_static": 0, "nonzero_grown": 0 }), "{name}, round {round}");
+        }
+    }
+}
