@@ -204,3 +204,87 @@ fn signalling(signal: SyncSender<()>, done: impl FnOnce(Option<Vec<Reported>>) +
         let _ = signal.send(());
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use parking_lot::Mutex;
+
+    use crate::clock::SystemClock;
+    use crate::dispatch::{Dispatcher, TopicPolicy};
+    use crate::outcome::{CollectingSink, Outcome};
+    use crate::store::{FetchRequest, JobId, MemoryStore, Report, Reported};
+
+    /// Eight threads hand off batches at once: the completer merges them
+    /// into shared store calls, and each hand-off is told the results of
+    /// its own reports, in its order, and only after they committed.
+    #[test]
+    fn merged_hand_offs_each_get_their_own_results() {
+        let store = Arc::new(MemoryStore::new().completing_in_background());
+        let sink = Arc::new(CollectingSink::default());
+        let dispatcher = Dispatcher::new(store, Arc::new(SystemClock), sink.clone(), None);
+        dispatcher.set_topic("t", TopicPolicy::default());
+        dispatcher.enqueue_many("t", vec![b"{}".to_vec(); 8 * 5 * 4], None).unwrap();
+        // Per hand-off: the jobs it sent, the jobs its results name.
+        type Told = Vec<(Vec<JobId>, Vec<JobId>)>;
+        let told: Arc<Mutex<Told>> = Arc::default();
+        std::thread::scope(|scope| {
+            for worker in 0..8 {
+                let (dispatcher, told, sink) = (&dispatcher, &told, &sink);
+                scope.spawn(move || {
+                    let topics = ["t".to_owned()];
+                    let name = format!("w{worker}");
+                    let mut pending = Vec::new();
+                    for _ in 0..5 {
+                        let request = FetchRequest {
+                            worker: &name,
+                            topics: &topics,
+                            max: 4,
+                            lock_duration: Duration::from_secs(60),
+                        };
+                        let jobs =
+                            dispatcher.fetch_and_lock(request, Duration::ZERO, &Default::default(), None).unwrap();
+                        let sent: Vec<JobId> = jobs.iter().map(|j| j.id()).collect();
+                        let reports = jobs
+                            .iter()
+                            .map(|j| {
+                                let output = j.id().0.to_string().into_bytes();
+                                (j.lock, Report::Completed { output, plugin_version: None })
+                            })
+                            .collect();
+                        let (told, sink_len) = (told.clone(), sink.clone());
+                        pending.push(dispatcher.hand_off(reports, None, move |results| {
+                            let results = results.expect("committed");
+                            let ended: Vec<JobId> = results
+                                .iter()
+                                .map(|r| match r {
+                                    Reported::Ended(outcome) => {
+                                        assert_eq!(
+                                            outcome.outcome,
+                                            Outcome::Completed { output: outcome.job_id.0.to_string().into_bytes() }
+                                        );
+                                        outcome.job_id
+                                    }
+                                    other => panic!("{other:?}"),
+                                })
+                                .collect();
+                            // Delivered before this hand-off is told.
+                            let delivered = sink_len.outcomes();
+                            assert!(ended.iter().all(|id| delivered.iter().any(|o| o.job_id == *id)));
+                            told.lock().push((sent, ended));
+                        }));
+                    }
+                    pending.into_iter().for_each(super::Pending::wait);
+                });
+            }
+        });
+        let told = told.lock();
+        assert_eq!(told.len(), 8 * 5);
+        for (sent, ended) in told.iter() {
+            assert_eq!(sent, ended, "a hand-off is told its own jobs' results, in order");
+        }
+        assert_eq!(sink.outcomes().len(), 8 * 5 * 4);
+    }
+}
