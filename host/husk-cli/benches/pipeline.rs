@@ -232,6 +232,16 @@ impl OutcomeSink for Arrivals {
 /// Clients enqueuing at once, as an API server's requests do.
 const LATENCY_CLIENTS: usize = 4;
 
+/// Jobs of each latency run.
+const LATENCY_JOBS: usize = 5_000;
+
+/// [`measure_latency`] on PostgreSQL, in a schema of its own, dropped after.
+fn measure_latency_postgres(url: &str, batch: usize, jobs: usize) {
+    let schema = format!("lat_{}_{batch}", std::process::id());
+    measure_latency("PostgreSQL", postgres(url, &schema), batch, jobs);
+    drop_schema(url, &schema);
+}
+
 /// Enqueues `jobs` one per call at a steady 1,000/s (job `i` is due `i` ms
 /// after the start, spread over [`LATENCY_CLIENTS`] threads) and reports
 /// the p50/p99 latency, from the start of each enqueue call to the
@@ -294,9 +304,7 @@ fn main() {
         // Only the latency runs, on PostgreSQL.
         let url = postgres_url().expect("a PostgreSQL server (scripts/postgres start)");
         for batch in [1, 32] {
-            let schema = format!("lat_{}_{batch}", std::process::id());
-            measure_latency("PostgreSQL", postgres(&url, &schema), batch, 5_000);
-            drop_schema(&url, &schema);
+            measure_latency_postgres(&url, batch, LATENCY_JOBS);
         }
         return;
     }
@@ -321,14 +329,11 @@ fn main() {
         }
         None => println!("PostgreSQL skipped: no server (run `scripts/postgres start` or set HUSK_TEST_POSTGRES)"),
     }
-    let latency_jobs = 5_000;
     for batch in [1, 32] {
-        measure_latency("memory store", memory(), batch, latency_jobs);
-        measure_latency("SQLite store", sqlite(), batch, latency_jobs);
+        measure_latency("memory store", memory(), batch, LATENCY_JOBS);
+        measure_latency("SQLite store", sqlite(), batch, LATENCY_JOBS);
         if let Some(url) = &url {
-            let schema = format!("lat_{}_{batch}", std::process::id());
-            measure_latency("PostgreSQL", postgres(url, &schema), batch, latency_jobs);
-            drop_schema(url, &schema);
+            measure_latency_postgres(url, batch, LATENCY_JOBS);
         }
     }
 }
