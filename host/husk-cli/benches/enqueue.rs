@@ -9,8 +9,8 @@
 //! On SQLite (one process), then on PostgreSQL with three `husk serve`
 //! processes sharing one schema, the clients spread over them.
 //!
-//! `cargo bench -p husk-cli --bench enqueue [-- JOBS]` (default 40,000 per
-//! run). PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
+//! `cargo bench -p husk-cli --bench enqueue [-- JOBS] [sqlite|postgres]`
+//! (default 40,000 per run; both stores). PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
 //! start` runs; skipped (saying so) without one.
 
 use std::process::{Child, Command, Stdio};
@@ -177,11 +177,15 @@ fn postgres_url() -> Option<String> {
 
 fn main() {
     let jobs: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(40_000);
+    let only = std::env::args().skip(1).find(|a| a == "sqlite" || a == "postgres");
     let dir = tempfile::tempdir().unwrap();
-    {
+    if only.as_deref() != Some("postgres") {
         let db = dir.path().join("husk.db");
         let server = start(dir.path(), "sqlite", &config(db.to_str().unwrap(), None));
         report("SQLite, 1 process", std::slice::from_ref(&server.url), jobs);
+    }
+    if only.as_deref() == Some("sqlite") {
+        return;
     }
     let Some(url) = postgres_url() else {
         println!("PostgreSQL: skipped (no $HUSK_TEST_POSTGRES, and scripts/postgres start is not running)");

@@ -115,6 +115,9 @@ pub struct PostgresStore {
     channels: Channels,
     last_reclaim: Mutex<Option<SystemTime>>,
     listener: Mutex<Option<Listener>>,
+    /// This process's dispatcher, once subscribed: asked how many of a
+    /// topic's fetchers wait here before other processes are woken.
+    events: Mutex<Option<std::sync::Weak<dyn husk::store::StoreEvents>>>,
 }
 
 /// The `NOTIFY` channels of one deployment (suffixed by its schema:
@@ -195,7 +198,15 @@ impl PostgresStore {
             .connection_timeout(config.connect_timeout)
             .build(Manager { config: pg.clone() })
             .map_err(|e| store_error(store.clone(), "cannot open the connection pool", PgError::Pool(e)))?;
-        Ok(Self { name, config: pg, pool, channels, last_reclaim: Mutex::new(None), listener: Mutex::new(None) })
+        Ok(Self {
+            name,
+            config: pg,
+            pool,
+            channels,
+            last_reclaim: Mutex::new(None),
+            listener: Mutex::new(None),
+            events: Mutex::new(None),
+        })
     }
 
     /// The database, password redacted.

@@ -11,7 +11,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use husk::store::{JobId, StoreEvents};
 
 use crate::Channels;
-use crate::pool::describe;
+use crate::pool::{describe, parse_wake};
 
 /// The connection that `LISTEN`s for other processes' wakes and cancels.
 pub(crate) struct Listener {
@@ -83,8 +83,12 @@ pub(crate) fn listen(
             if let Ok(id) = note.payload().parse::<u64>() {
                 events.cancel_requested(JobId(id));
             }
-        } else if note.payload() != channels.sender {
-            events.jobs_available();
+        } else {
+            match parse_wake(note.payload()) {
+                (sender, _) if sender == channels.sender => {}
+                (_, Some((topic, jobs))) => events.topic_jobs_available(topic, jobs),
+                (_, None) => events.jobs_available(),
+            }
         }
     }
 }

@@ -55,9 +55,53 @@ pub(crate) fn cached(
 pub(crate) struct Tx<'a> {
     pub(crate) tx: postgres::Transaction<'a>,
     pub(crate) statements: &'a mut HashMap<&'static str, Statement>,
-    /// Whether, once committed, the transaction has made jobs fetchable
-    /// that other processes' fetchers should look for.
-    wake: bool,
+    /// Whom, once committed, the transaction's jobs made fetchable should
+    /// wake in other processes.
+    wake: Wake,
+}
+
+/// The other processes' fetchers a transaction wakes (one `NOTIFY`).
+#[derive(Debug, Default, PartialEq)]
+enum Wake {
+    #[default]
+    None,
+    /// As many fetchers of one topic as it has new jobs.
+    Topic(String, u64),
+    /// Every fetcher.
+    All,
+}
+
+impl Wake {
+    /// This wake and `jobs` more of `topic`'s.
+    fn and_topic(self, topic: &str, jobs: u64) -> Wake {
+        match self {
+            Wake::None => Wake::Topic(topic.to_owned(), jobs),
+            Wake::Topic(woken, before) if woken == topic => Wake::Topic(woken, before.saturating_add(jobs)),
+            _ => Wake::All,
+        }
+    }
+
+    /// The `NOTIFY` payload: the sender's mark, then for a topic's wake the
+    /// job count and the topic (last: it may hold spaces). A listener that
+    /// reads only the mark (husk before this payload) wakes everything.
+    fn payload(&self, sender: &str) -> Option<String> {
+        match self {
+            Wake::None => None,
+            Wake::Topic(topic, jobs) => Some(format!("{sender} {jobs} {topic}")),
+            Wake::All => Some(sender.to_owned()),
+        }
+    }
+}
+
+/// A `NOTIFY` payload read back: the sender's mark, and the topic's wake if
+/// it is one (see [`Wake::payload`]).
+pub(crate) fn parse_wake(payload: &str) -> (&str, Option<(&str, u64)>) {
+    let mut parts = payload.splitn(3, ' ');
+    let sender = parts.next().unwrap_or_default();
+    match (parts.next().and_then(|n| n.parse().ok()), parts.next()) {
+        (Some(jobs), Some(topic)) => (sender, Some((topic, jobs))),
+        _ => (sender, None),
+    }
 }
 
 impl Tx<'_> {
@@ -70,7 +114,14 @@ impl Tx<'_> {
     /// processes enqueuing one job per HTTP request: 866–963 jobs/s with it,
     /// 876–912 without), so it is not worth its thread and connection.
     pub(crate) fn wake_fetchers(&mut self) {
-        self.wake = true;
+        self.wake = Wake::All;
+    }
+
+    /// Wakes `jobs` fetchers of `topic` in other processes when this
+    /// transaction commits (see [`Tx::wake_fetchers`]; wakes of two topics
+    /// in one transaction wake every fetcher).
+    pub(crate) fn wake_topic(&mut self, topic: &str, jobs: u64) {
+        self.wake = std::mem::take(&mut self.wake).and_topic(topic, jobs);
     }
 
     pub(crate) fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
@@ -191,11 +242,10 @@ impl PostgresStore {
         let mut conn = self.pool.get().map_err(|e| fail(PgError::Pool(e)))?;
         let PgConn { client, statements } = &mut *conn;
         let tx = client.transaction().map_err(|e| fail(e.into()))?;
-        let mut tx = Tx { tx, statements, wake: false };
+        let mut tx = Tx { tx, statements, wake: Wake::None };
         let result = f(&mut tx, &self.channels).map_err(fail)?;
-        if tx.wake {
-            let channels = &self.channels;
-            tx.execute("SELECT pg_notify($1, $2)", &[&channels.jobs, &channels.sender]).map_err(|e| fail(e.into()))?;
+        if let Some(payload) = tx.wake.payload(&self.channels.sender) {
+            tx.execute("SELECT pg_notify($1, $2)", &[&self.channels.jobs, &payload]).map_err(|e| fail(e.into()))?;
         }
         tx.tx.commit().map_err(|e| fail(e.into()))?;
         Ok(result)
@@ -220,5 +270,24 @@ impl PostgresStore {
     /// A store failure on one line, naming the store and the operation.
     pub(crate) fn fail(&self, what: &str, error: PgError) -> StoreError {
         store_error(format!("PostgreSQL store {}", self.name), what, error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Wake, parse_wake};
+
+    #[test]
+    fn a_topics_wake_carries_its_topic_and_count_and_a_mixed_one_wakes_all() {
+        let payload = Wake::Topic("orders eu".into(), 3).payload("mark").unwrap();
+        assert_eq!(parse_wake(&payload), ("mark", Some(("orders eu", 3))));
+        assert_eq!(parse_wake(&Wake::All.payload("mark").unwrap()), ("mark", None));
+        assert_eq!(Wake::None.payload("mark"), None);
+        let wake = Wake::None.and_topic("a", 1).and_topic("a", 2);
+        assert_eq!(wake, Wake::Topic("a".into(), 3), "one topic's jobs add up");
+        assert_eq!(wake.and_topic("b", 1), Wake::All, "two topics wake everyone");
+        assert_eq!(Wake::All.and_topic("a", 1), Wake::All);
+        // A payload of husk before topic wakes (the mark alone) wakes all.
+        assert_eq!(parse_wake("3f-17a-0"), ("3f-17a-0", None));
     }
 }

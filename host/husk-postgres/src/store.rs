@@ -11,17 +11,18 @@ use husk::store::sql::{
 };
 use husk::store::{
     CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
-    ListFilter, Lock, LockedJob, NewJob, Pruned, QueueCap, Report, Reported, Retention, RetryIncidentResult,
-    StoreError, StoreEvents, StoredVersion, TopicVersion,
+    ListFilter, Lock, NewJob, Pruned, QueueCap, Report, Reported, Retention, RetryIncidentResult, StoreError,
+    StoreEvents, StoredVersion, TopicVersion,
 };
 
 use crate::listener::Listener;
-use crate::pool::{PgError, Tx};
+use crate::pool::{PgError, QueryResult, Tx};
 use crate::rows::{
     Arm, Ending, arm_all, claim, end_all, get_record, live_row, notify, outcome_row, record_of, select_live,
     select_outcomes, take_keys,
 };
 use crate::{PostgresStore, sequence};
+use postgres::types::ToSql;
 
 /// How often (clock time) a fetch that claims jobs also reclaims expired
 /// locks; a fetch that finds nothing to claim always does.
@@ -40,13 +41,11 @@ impl PostgresStore {
         due
     }
 
-    /// Claims without reclaiming, each topic's claim committed on its own.
-    pub(crate) fn claim_autocommit(
-        &self,
-        request: FetchRequest<'_>,
-        now: SystemTime,
-    ) -> Result<Vec<LockedJob>, StoreError> {
-        self.autocommit("fetch", |query| claim(request, now, query))
+    /// How many of a topic's fetchers wait in this process (none before the
+    /// dispatcher subscribed, or after it is gone).
+    fn waiting_here(&self) -> impl Fn(&str) -> u64 + use<> {
+        let events = self.events.lock().clone();
+        move |topic| events.as_ref().and_then(Weak::upgrade).map_or(0, |events| events.waiting_fetchers(topic))
     }
 
     /// A fetch in one transaction: reclaims expired locks, claims, and when
@@ -78,12 +77,9 @@ impl PostgresStore {
                 // The caller waits: until the next gate opens or lock expires
                 // (of any topic). Gates already open are claimed by their
                 // topics' fetches, not counted here.
-                let wake = tx.query_one(
-                    "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1 AND not_before > $1),
-                            (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2 AND lock_expires_at > $1)",
-                    &[&now_ms],
-                )?;
-                let (gate, lock): (Option<i64>, Option<i64>) = (wake.get(0), wake.get(1));
+                // (Expired locks were just reclaimed, so every lock left
+                // expires later.)
+                let (gate, lock) = wake_times(&mut |sql, params| tx.query(sql, params), now)?;
                 fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
             }
             if reclaimed {
@@ -104,7 +100,7 @@ impl JobStore for PostgresStore {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        self.run("enqueue", |tx| insert_jobs(tx, &jobs, now))
+        self.run("enqueue", |tx| insert_jobs(tx, &jobs, now, &self.waiting_here()))
     }
 
     fn enqueue_capped(&self, jobs: Vec<NewJob>, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
@@ -123,18 +119,28 @@ impl JobStore for PostgresStore {
             if live + jobs.len() as u64 > cap.max {
                 return Ok(Capped::Full { live });
             }
-            Ok(Capped::Enqueued(insert_jobs(tx, &jobs, now)?))
+            Ok(Capped::Enqueued(insert_jobs(tx, &jobs, now, &self.waiting_here())?))
         })
     }
 
     fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
         if !self.reclaim_due(now) {
-            // The hot path: claims only, each one statement committed on its
-            // own; when nothing is claimable, the full path below computes
-            // when to wake (and reclaims expired locks).
-            let jobs = self.claim_autocommit(request, now)?;
-            if !jobs.is_empty() {
-                return Ok(Fetched { jobs, ..Fetched::default() });
+            // The hot path: claims, each one statement committed on its own;
+            // when nothing is claimable, one more statement says when to
+            // wake — unless a lock has expired, which the full path below
+            // reclaims.
+            let fetched = self.autocommit("fetch", |query| {
+                let jobs = claim(request, now, &mut *query)?;
+                if !jobs.is_empty() {
+                    return Ok(Some(Fetched { jobs, ..Fetched::default() }));
+                }
+                let (gate, lock) = wake_times(query, now)?;
+                let expired = lock.is_some_and(|lock| lock <= millis(now));
+                Ok((!expired)
+                    .then(|| Fetched { next_wake: gate.into_iter().chain(lock).min().map(time), ..Fetched::default() }))
+            })?;
+            if let Some(fetched) = fetched {
+                return Ok(fetched);
             }
         }
         self.fetch_reclaiming(request, now)
@@ -500,6 +506,7 @@ impl JobStore for PostgresStore {
     }
 
     fn subscribe(&self, events: Weak<dyn StoreEvents>) {
+        *self.events.lock() = Some(events.clone());
         let mut listener = self.listener.lock();
         if listener.is_none() {
             *listener = Some(Listener::start(self.config.clone(), self.name.clone(), self.channels.clone(), events));
@@ -507,8 +514,32 @@ impl JobStore for PostgresStore {
     }
 }
 
-/// Inserts new jobs in `tx` (see [`JobStore::enqueue`]).
-fn insert_jobs(tx: &mut Tx<'_>, jobs: &[NewJob], now: SystemTime) -> Result<Vec<Enqueued>, PgError> {
+/// When the next gate opens (the earliest `not_before` after `now`) and
+/// the earliest lock expires (expired or not), in milliseconds, of any
+/// topic. Gates already open are claimed by their topics' fetches, not
+/// counted here.
+fn wake_times(
+    query: &mut dyn FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> QueryResult,
+    now: SystemTime,
+) -> Result<(Option<i64>, Option<i64>), PgError> {
+    let rows = query(
+        "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1 AND not_before > $1),
+                (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2)",
+        &[&millis(now)],
+    )?;
+    // One row, always (a SELECT without FROM).
+    Ok(rows.first().map_or((None, None), |row| (row.get(0), row.get(1))))
+}
+
+/// Inserts new jobs in `tx` (see [`JobStore::enqueue`]). Other processes
+/// are woken only for the fetchable jobs more than this process's waiting
+/// fetchers (`waiting_here`, by topic) take: its dispatcher wakes those.
+fn insert_jobs(
+    tx: &mut Tx<'_>,
+    jobs: &[NewJob],
+    now: SystemTime,
+    waiting_here: &dyn Fn(&str) -> u64,
+) -> Result<Vec<Enqueued>, PgError> {
     let count = jobs.len() as i64;
     let mut ids: Vec<i64> = tx
         .query("SELECT nextval('husk_jobs_id_seq') FROM generate_series(1, $1::bigint)", &[&count])?
@@ -535,8 +566,18 @@ fn insert_jobs(tx: &mut Tx<'_>, jobs: &[NewJob], now: SystemTime) -> Result<Vec<
                   AS n(id, topic, input, policy, state, not_before)",
         &[&ids, &topics, &inputs, &policies, &states, &gates, &millis(now)],
     )?;
-    if states.contains(&QUEUED) {
-        tx.wake_fetchers();
+    let mut fetchable: Vec<(&str, u64)> = Vec::new();
+    for (topic, _) in topics.iter().zip(&states).filter(|(_, state)| **state == QUEUED) {
+        match fetchable.iter_mut().find(|(t, _)| t == topic) {
+            Some((_, count)) => *count += 1,
+            None => fetchable.push((topic, 1)),
+        }
+    }
+    for (topic, count) in fetchable {
+        let elsewhere = count.saturating_sub(waiting_here(topic));
+        if elsewhere > 0 {
+            tx.wake_topic(topic, elsewhere);
+        }
     }
     Ok(results)
 }

@@ -116,8 +116,15 @@ impl Clock for ManualClock {
 /// generation it saw and sleeps until it changes or its wait ends.
 #[derive(Debug, Default)]
 pub struct Notifier {
-    generation: Mutex<u64>,
+    state: Mutex<Generation>,
     changed: Condvar,
+}
+
+/// A [`Notifier`]'s count of changes, and how many threads sleep on it.
+#[derive(Debug, Default)]
+struct Generation {
+    value: u64,
+    sleepers: usize,
 }
 
 impl Notifier {
@@ -129,23 +136,47 @@ impl Notifier {
     /// The current generation: pass it to [`Notifier::wait`] to sleep until
     /// something changes after this point.
     pub fn generation(&self) -> u64 {
-        *self.generation.lock()
+        self.state.lock().value
+    }
+
+    /// How many threads sleep in [`Notifier::wait`] now.
+    pub fn sleepers(&self) -> usize {
+        self.state.lock().sleepers
     }
 
     /// Wakes every waiter.
     pub fn notify(&self) {
-        let mut generation = self.generation.lock();
-        *generation = generation.wrapping_add(1);
+        let mut state = self.state.lock();
+        state.value = state.value.wrapping_add(1);
         self.changed.notify_all();
+    }
+
+    /// Wakes at most `waiters` of the threads asleep in [`Notifier::wait`];
+    /// the others sleep on. A thread that read the generation before this
+    /// call but is not asleep yet does not fall asleep (it sees the change),
+    /// so nothing is missed by a waiter about to wait.
+    pub fn notify_some(&self, waiters: u64) {
+        let mut state = self.state.lock();
+        state.value = state.value.wrapping_add(1);
+        for _ in 0..waiters {
+            if !self.changed.notify_one() {
+                break;
+            }
+        }
     }
 
     /// Sleeps until the generation differs from `seen`, or `timeout` (real
     /// time) passes; `None` waits without a timeout.
     pub fn wait(&self, seen: u64, timeout: Option<Duration>) {
-        let mut generation = self.generation.lock();
-        match timeout {
-            Some(timeout) => drop(self.changed.wait_while_for(&mut generation, |g| *g == seen, timeout)),
-            None => self.changed.wait_while(&mut generation, |g| *g == seen),
+        let mut state = self.state.lock();
+        if state.value != seen {
+            return;
         }
+        state.sleepers += 1;
+        match timeout {
+            Some(timeout) => drop(self.changed.wait_while_for(&mut state, |s| s.value == seen, timeout)),
+            None => self.changed.wait_while(&mut state, |s| s.value == seen),
+        }
+        state.sleepers -= 1;
     }
 }

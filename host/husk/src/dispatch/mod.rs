@@ -276,7 +276,7 @@ impl Dispatcher {
         let created = enqueued.iter().filter(|e| e.created).count() as u64;
         if created > 0 {
             self.counters.enqueued(created);
-            self.wakers.topic(topic);
+            self.wakers.topic(topic, created);
         }
     }
 
@@ -301,7 +301,15 @@ impl Dispatcher {
         let deadline = self.clock.now() + wait;
         let notifier = self.wakers.for_fetch(request.topics);
         loop {
-            if self.shut_down.load(Ordering::Acquire) || stop.load(Ordering::Acquire) {
+            if self.shut_down.load(Ordering::Acquire) {
+                return Ok(Vec::new());
+            }
+            if stop.load(Ordering::Acquire) {
+                // This fetcher may have been the one woken for a job: pass
+                // the wake on to another of its topic's.
+                if let [topic] = request.topics {
+                    self.wakers.topic(topic, 1);
+                }
                 return Ok(Vec::new());
             }
             let seen = notifier.generation();
@@ -464,7 +472,7 @@ impl Dispatcher {
     pub fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
         let changed = self.store.set_paused(topic, paused)?;
         if changed && !paused {
-            self.wakers.topic(topic);
+            self.wakers.topic(topic, u64::MAX);
         }
         Ok(changed)
     }
@@ -578,6 +586,14 @@ impl Dispatcher {
 impl StoreEvents for Dispatcher {
     fn jobs_available(&self) {
         self.wakers.all();
+    }
+
+    fn topic_jobs_available(&self, topic: &str, jobs: u64) {
+        self.wakers.topic(topic, jobs);
+    }
+
+    fn waiting_fetchers(&self, topic: &str) -> u64 {
+        self.wakers.sleeping(topic)
     }
 
     fn cancel_requested(&self, id: JobId) {

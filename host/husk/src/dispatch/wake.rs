@@ -1,7 +1,8 @@
 //! Who to wake when jobs may have become fetchable: a fetcher of one topic
 //! sleeps on that topic's [`Notifier`], so an enqueue wakes its topic's
-//! fetchers only, not every worker of every topic (each woken fetcher costs
-//! a store query). What concerns every topic — the clock moved by hand, a
+//! fetchers only, not every worker of every topic, and only as many of them
+//! as it made jobs (each woken fetcher costs a store query, and one that
+//! finds nothing costs the most). What concerns every topic — the clock moved by hand, a
 //! shutdown, a re-arm or release, permits given back, another process's
 //! notification — wakes all of them.
 
@@ -46,12 +47,20 @@ impl Wakers {
             .clone()
     }
 
-    /// Wakes the fetchers of `topic` (and those of several topics).
-    pub(super) fn topic(&self, topic: &str) {
+    /// Wakes fetchers of `topic` for `jobs` new fetchable jobs: as many of
+    /// its sleeping fetchers as there are jobs, since one fetch claims at
+    /// least one (a fetcher woken for nothing still costs a store query),
+    /// and every fetcher of several topics.
+    pub(super) fn topic(&self, topic: &str, jobs: u64) {
         if let Some(notifier) = self.topics.read().get(topic) {
-            notifier.notify();
+            notifier.notify_some(jobs);
         }
         self.any.notify();
+    }
+
+    /// How many fetchers of `topic` alone sleep now.
+    pub(super) fn sleeping(&self, topic: &str) -> u64 {
+        self.topics.read().get(topic).map_or(0, |notifier| notifier.sleepers() as u64)
     }
 
     /// Wakes every fetcher.
@@ -66,6 +75,7 @@ impl Wakers {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::Wakers;
     use crate::clock::{Clock, ManualClock};
@@ -80,7 +90,7 @@ mod tests {
         assert!(Arc::ptr_eq(&on_a, &wakers.for_fetch(&a)), "one notifier per topic");
         let seen = |n: &crate::clock::Notifier| n.generation();
         let (a0, b0, both0) = (seen(&on_a), seen(&on_b), seen(&on_both));
-        wakers.topic("a");
+        wakers.topic("a", 1);
         assert_ne!(seen(&on_a), a0);
         assert_eq!(seen(&on_b), b0, "b's fetchers sleep on");
         assert_ne!(seen(&on_both), both0, "a fetcher of a and b wakes");
@@ -90,5 +100,38 @@ mod tests {
         let b2 = seen(&on_b);
         clock.advance(std::time::Duration::from_secs(1));
         assert_ne!(seen(&on_b), b2, "the clock moved by hand wakes a topic's fetchers");
+    }
+
+    #[test]
+    fn one_new_job_wakes_one_sleeping_fetcher_and_more_jobs_wake_more() {
+        let wakers = Wakers::new(Arc::new(ManualClock::new()) as Arc<dyn Clock>);
+        let notifier = wakers.for_fetch(&["a".to_owned()]);
+        let woken = AtomicUsize::new(0);
+        // Spins (no sleep) until `done` holds.
+        let until = |done: &dyn Fn() -> bool| {
+            while !done() {
+                std::thread::yield_now();
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                let (seen, notifier, woken) = (notifier.generation(), &notifier, &woken);
+                scope.spawn(move || {
+                    notifier.wait(seen, None);
+                    woken.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            until(&|| notifier.sleepers() == 3);
+            wakers.topic("a", 1);
+            until(&|| woken.load(Ordering::SeqCst) >= 1);
+            // parking_lot's condvar has no spurious wakeups: with one woken,
+            // both counts are exact (a woken thread leaves `sleepers` before
+            // it counts itself woken).
+            assert_eq!(woken.load(Ordering::SeqCst), 1, "one job, one fetcher woken");
+            assert_eq!(notifier.sleepers(), 2, "the others sleep on");
+            wakers.topic("a", 5);
+            until(&|| woken.load(Ordering::SeqCst) >= 3);
+        });
+        assert_eq!(notifier.sleepers(), 0);
     }
 }

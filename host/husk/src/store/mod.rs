@@ -304,6 +304,21 @@ pub trait StoreEvents: Send + Sync {
     /// Jobs may have become fetchable (another process enqueued or
     /// re-armed): waiting fetchers should look again.
     fn jobs_available(&self);
+    /// Another process made `jobs` jobs of `topic` fetchable: wake that
+    /// many of its waiting fetchers. By default, as [`jobs_available`].
+    ///
+    /// [`jobs_available`]: StoreEvents::jobs_available
+    fn topic_jobs_available(&self, topic: &str, jobs: u64) {
+        let _ = (topic, jobs);
+        self.jobs_available();
+    }
+    /// How many fetchers of `topic` sleep in this process now, waiting for
+    /// jobs: a store shared by processes need not wake other processes'
+    /// fetchers for new jobs these will take. By default none.
+    fn waiting_fetchers(&self, topic: &str) -> u64 {
+        let _ = topic;
+        0
+    }
     /// Another process asked to cancel job `id`: interrupt it if it runs
     /// here.
     fn cancel_requested(&self, id: JobId);
