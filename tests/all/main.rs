@@ -38,4 +38,5 @@ mod support_sink;
 mod swap;
 mod timeout;
 mod trust;
+mod ui;
 mod versions;

@@ -9,3 +9,4 @@ pub mod config;
 pub mod metrics;
 pub mod serve;
 pub mod tokens;
+mod ui;

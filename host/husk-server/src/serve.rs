@@ -65,17 +65,28 @@ impl OutcomeSink for FanOut {
 
 /// The tenants' token hashes, reading `env:` references now.
 fn tenants(config: &Config, file: &Path) -> Result<Tenants, ConfigError> {
-    let mut hashes = Vec::new();
+    let resolve = |key: String, token: &str| {
+        TokenRef::parse(token).and_then(|t| t.resolve()).map_err(|reason| ConfigError::Invalid {
+            file: file.to_owned(),
+            error: KeyError { key, reason: reason.to_string() },
+        })
+    };
+    let (mut hashes, mut read_only) = (Vec::new(), Vec::new());
     for (name, tenant) in &config.tenants {
         for (i, token) in tenant.tokens.iter().enumerate() {
-            let hash = TokenRef::parse(token).and_then(|t| t.resolve()).map_err(|reason| ConfigError::Invalid {
-                file: file.to_owned(),
-                error: KeyError { key: format!("tenants.{name}.tokens[{i}]"), reason: reason.to_string() },
-            })?;
-            hashes.push((hash, name.clone()));
+            hashes.push((resolve(format!("tenants.{name}.tokens[{i}]"), token)?, name.clone()));
+        }
+        for (i, token) in tenant.read_tokens.iter().enumerate() {
+            read_only.push((resolve(format!("tenants.{name}.read_tokens[{i}]"), token)?, name.clone()));
         }
     }
-    Ok(Tenants::new(hashes))
+    let operators = config
+        .operator_tokens
+        .iter()
+        .enumerate()
+        .map(|(i, token)| resolve(format!("operator_tokens[{i}]"), token))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Tenants::new(hashes).with_viewers(read_only, operators))
 }
 
 /// Runs husk as configured until SIGINT or SIGTERM.

@@ -6,12 +6,60 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, Default)]
 pub struct Tenants {
     by_hash: HashMap<String, String>,
+    /// The dashboard's other roles: read-only tenant tokens, operators.
+    viewers: HashMap<String, Principal>,
+}
+
+/// Who a token signs in as on the dashboard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// What it sees.
+    pub scope: Scope,
+    /// Whether it may only look (no button, every change refused).
+    pub read_only: bool,
+}
+
+/// Whose topics and jobs a [`Principal`] sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// One tenant's, exactly as that tenant's API token.
+    Tenant(String),
+    /// Every tenant's (an operator token of the config).
+    Operator,
 }
 
 impl Tenants {
     /// Tenants from `(token hash, tenant)` pairs.
     pub fn new(hashes: impl IntoIterator<Item = (String, String)>) -> Self {
-        Self { by_hash: hashes.into_iter().collect() }
+        Self { by_hash: hashes.into_iter().collect(), viewers: HashMap::new() }
+    }
+
+    /// Adds the dashboard's roles: read-only tokens (`(hash, tenant)`) and
+    /// operator tokens (hashes). They sign in to the dashboard only; the
+    /// API takes tenants' tokens alone.
+    pub fn with_viewers(
+        mut self,
+        read_only: impl IntoIterator<Item = (String, String)>,
+        operators: impl IntoIterator<Item = String>,
+    ) -> Self {
+        for (hash, tenant) in read_only {
+            self.viewers.insert(hash, Principal { scope: Scope::Tenant(tenant), read_only: true });
+        }
+        for hash in operators {
+            self.viewers.insert(hash, Principal { scope: Scope::Operator, read_only: false });
+        }
+        self
+    }
+
+    /// Who `token` signs in as on the dashboard: a tenant's API token as
+    /// that tenant, a read-only token as its tenant, read-only, an
+    /// operator token as the operator.
+    pub fn principal(&self, token: &str) -> Option<Principal> {
+        let hash = token_hash(token);
+        if let Some(tenant) = self.by_hash.get(&hash) {
+            return Some(Principal { scope: Scope::Tenant(tenant.clone()), read_only: false });
+        }
+        self.viewers.get(&hash).cloned()
     }
 
     /// The tenant whose token this is. The token is hashed first, so the

@@ -1,5 +1,6 @@
 //! The HTTP API of `husk serve` (axum): JSON under `/v1`, bearer tokens per
-//! tenant, plus `/healthz` and `/metrics`.
+//! tenant, plus `/healthz`, `/metrics`, and the dashboard under `/ui` (see
+//! `crate::ui`).
 //!
 //! Every refusal is a specific 4xx with a JSON body `{"error": kind,
 //! "message": text}` (see [`ApiError`]); a refused request changes nothing.
@@ -69,6 +70,16 @@ impl Api {
         Self { host, tenants, metrics, feed, limits }
     }
 
+    /// The host.
+    pub(crate) fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// Who holds which token.
+    pub(crate) fn tenants(&self) -> &Tenants {
+        &self.tenants
+    }
+
     /// The tenant owning `topic`, if it is `tenant`: anything else reads as
     /// an unknown topic.
     fn own_topic(&self, tenant: &str, topic: &str) -> Result<(), ApiError> {
@@ -100,7 +111,14 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/incidents/{id}/discard", post(jobs::discard))
         .route("/outcomes", get(outcomes::long_poll))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint") });
-    Router::new().nest("/v1", v1).route("/healthz", get(healthz)).route("/metrics", get(metrics)).with_state(api)
+    let ui = crate::ui::router(api.clone());
+    Router::new()
+        .nest("/v1", v1)
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .with_state(api)
+        .nest("/ui", ui)
+        .route("/ui/", get(|| async { axum::response::Redirect::permanent("/ui") }))
 }
 
 /// The tenant a request's bearer token belongs to.

@@ -71,6 +71,10 @@ impl RetentionConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// Dashboard tokens of operators, who see every tenant's topics and
+    /// jobs (same forms as a tenant's `tokens`; the API does not take them).
+    #[serde(default)]
+    pub operator_tokens: Vec<String>,
     /// Where jobs live: a SQLite file path (default `husk-data/husk.db`),
     /// `postgres://…`, or `memory` (nothing survives a restart).
     #[serde(default)]
@@ -155,6 +159,10 @@ pub struct TenantConfig {
     /// `VAR` when husk starts).
     #[serde(default)]
     pub tokens: Vec<String>,
+    /// Dashboard tokens that may look at the tenant's topics and jobs but
+    /// change nothing (same forms as `tokens`; the API does not take them).
+    #[serde(default)]
+    pub read_tokens: Vec<String>,
     /// Most jobs of the tenant's topics running at once, across its topics.
     #[serde(default)]
     pub max_concurrent: Option<usize>,
@@ -305,13 +313,18 @@ impl Config {
             if let Some(hosts) = &tenant.allowed_hosts {
                 parse_hosts(hosts, &format!("tenants.{name}.allowed_hosts"))?;
             }
-            for (i, token) in tenant.tokens.iter().enumerate() {
-                TokenRef::parse(token)
-                    .map_err(|e| KeyError::new(format!("tenants.{name}.tokens[{i}]"), e.to_string()))?;
+            for (key, tokens) in [("tokens", &tenant.tokens), ("read_tokens", &tenant.read_tokens)] {
+                for (i, token) in tokens.iter().enumerate() {
+                    TokenRef::parse(token)
+                        .map_err(|e| KeyError::new(format!("tenants.{name}.{key}[{i}]"), e.to_string()))?;
+                }
             }
             if tenant.max_concurrent == Some(0) {
                 return Err(KeyError::new(format!("tenants.{name}.max_concurrent"), "must be at least 1"));
             }
+        }
+        for (i, token) in self.operator_tokens.iter().enumerate() {
+            TokenRef::parse(token).map_err(|e| KeyError::new(format!("operator_tokens[{i}]"), e.to_string()))?;
         }
         for (name, topic) in &self.topics {
             self.check_ceilings(name, topic)?;

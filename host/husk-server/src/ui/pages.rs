@@ -1,0 +1,319 @@
+//! The dashboard's pages, rendered with maud (which escapes every value it
+//! is given: job data shows as text, never as markup).
+
+use std::time::SystemTime;
+
+use axum::http::StatusCode;
+use maud::{DOCTYPE, Markup, html};
+
+use husk::store::{Depth, JobRecord};
+
+use super::{JobFilter, Session};
+use crate::tokens::Scope;
+
+/// Most jobs one list page shows.
+pub(super) const JOBS_PER_PAGE: usize = 100;
+
+/// Most bytes of a fault body or an output shown on a job's page.
+const SHOWN_BYTES: usize = 16 * 1024;
+
+/// One topic's row of the overview.
+pub(super) struct TopicRow {
+    pub(super) name: String,
+    pub(super) tenant: Option<String>,
+    pub(super) version: Option<String>,
+    pub(super) paused: bool,
+    pub(super) depth: Depth,
+}
+
+/// One tenant's quota use.
+pub(super) struct TenantRow {
+    pub(super) name: String,
+    pub(super) running: Option<usize>,
+    pub(super) max_concurrent: Option<usize>,
+    pub(super) live: u64,
+    pub(super) max_queued: Option<u64>,
+}
+
+/// What the overview shows.
+pub(super) struct Overview {
+    pub(super) topics: Vec<TopicRow>,
+    pub(super) tenants: Vec<TenantRow>,
+}
+
+/// A whole page: head, navigation (when signed in), `body`.
+fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                // No inline styles or eval: the CSP allows neither.
+                meta name="htmx-config" content=r#"{"includeIndicatorStyles":false,"allowEval":false}"#;
+                title { (title) " · husk" }
+                link rel="stylesheet" href="/ui/assets/husk.css";
+                script src="/ui/assets/htmx.min.js" {}
+            }
+            body {
+                @if let Some(session) = session {
+                    nav {
+                        a href="/ui" { "Overview" }
+                        a href="/ui/jobs" { "Jobs" }
+                        span.who { (who(session)) }
+                        form method="post" action="/ui/logout" {
+                            input type="hidden" name="csrf" value=(session.csrf);
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main { h1 { (title) } (body) }
+            }
+        }
+    }
+}
+
+fn who(session: &Session) -> String {
+    let scope = match &session.principal.scope {
+        Scope::Tenant(tenant) => format!("tenant {tenant}"),
+        Scope::Operator => "operator".to_owned(),
+    };
+    if session.principal.read_only { format!("{scope} (read-only)") } else { scope }
+}
+
+/// A message page (a refusal).
+pub(super) fn message(status: StatusCode, text: &str) -> Markup {
+    layout(
+        status.canonical_reason().unwrap_or("Error"),
+        None,
+        html! { p.message { (text) } p { a href="/ui" { "Back" } } },
+    )
+}
+
+/// The sign-in form, with `error` above it.
+pub(super) fn login(error: Option<&str>) -> Markup {
+    layout(
+        "Sign in",
+        None,
+        html! {
+            @if let Some(error) = error { p.error { (error) } }
+            form method="post" action="/ui/login" {
+                label for="token" { "Token" }
+                input #token type="password" name="token" autocomplete="off" required;
+                button type="submit" { "Sign in" }
+            }
+        },
+    )
+}
+
+/// The overview page.
+pub(super) fn overview(session: &Session, overview: &Overview) -> Markup {
+    layout(
+        "Overview",
+        Some(session),
+        html! {
+            // Refreshed in place every 2 s.
+            div hx-get="/ui/overview" hx-trigger="every 2s" hx-swap="innerHTML" { (overview_tables(overview)) }
+        },
+    )
+}
+
+/// The overview's tables (also served alone for the refresh).
+pub(super) fn overview_tables(overview: &Overview) -> Markup {
+    html! {
+        h2 { "Topics" }
+        table #topics {
+            thead { tr { th { "Topic" } th { "Tenant" } th { "Version" } th { "State" }
+                         th.n { "Queued" } th.n { "Gated" } th.n { "Running" } } }
+            tbody {
+                @for topic in &overview.topics {
+                    tr data-topic=(topic.name) {
+                        td { a href={ "/ui/jobs?topic=" (urlencode(&topic.name)) } { (topic.name) } }
+                        td { (topic.tenant.as_deref().unwrap_or("—")) }
+                        td.digest title=[topic.version.as_deref()] { (short(topic.version.as_deref().unwrap_or("—"))) }
+                        td { @if topic.paused { "paused" } @else { "running" } }
+                        td.n.queued { (topic.depth.queued) }
+                        td.n.gated { (topic.depth.gated) }
+                        td.n.running { (topic.depth.running) }
+                    }
+                }
+            }
+        }
+        h2 { "Tenants" }
+        table #tenants {
+            thead { tr { th { "Tenant" } th.n { "Running" } th.n { "Live jobs" } } }
+            tbody {
+                @for tenant in &overview.tenants {
+                    tr {
+                        td { (tenant.name) }
+                        td.n { (of(tenant.running.map(|r| r as u64), tenant.max_concurrent.map(|m| m as u64))) }
+                        td.n { (of(Some(tenant.live), tenant.max_queued)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `n / limit`, or `n` without a limit.
+fn of(n: Option<u64>, limit: Option<u64>) -> String {
+    match (n, limit) {
+        (Some(n), Some(limit)) => format!("{n} / {limit}"),
+        (Some(n), None) => n.to_string(),
+        (None, _) => "—".to_owned(),
+    }
+}
+
+/// The first 12 characters of a digest.
+fn short(digest: &str) -> &str {
+    digest.get(..12).unwrap_or(digest)
+}
+
+/// `text` for a URL's query.
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Seconds since the epoch, as RFC 3339 (UTC).
+fn when(time: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(time).to_string()
+}
+
+const STATES: [&str; 4] = ["queued", "gated", "running", "terminal"];
+
+/// The job list page.
+pub(super) fn jobs(session: &Session, topics: &[String], filter: &JobFilter, jobs: &[JobRecord]) -> Markup {
+    layout(
+        "Jobs",
+        Some(session),
+        html! {
+            form.filters method="get" action="/ui/jobs" {
+                label { "Topic " select name="topic" {
+                    option value="" { "all" }
+                    @for topic in topics { option value=(topic) selected[*topic == filter.topic] { (topic) } }
+                } }
+                label { "State " select name="state" {
+                    option value="" { "any" }
+                    @for state in STATES { option value=(state) selected[state == filter.state] { (state) } }
+                } }
+                button type="submit" { "Filter" }
+            }
+            table #jobs {
+                thead { tr { th.n { "Job" } th { "Topic" } th { "State" } th.n { "Attempt" } th { "Enqueued" }
+                             th { "Last fault" } th { "Outcome" } } }
+                tbody {
+                    @for job in jobs {
+                        tr {
+                            td.n { a href={ "/ui/jobs/" (job.id) } { (job.id) } }
+                            td { (job.topic) }
+                            td { (state_name(job)) }
+                            td.n { (job.attempt) }
+                            td { (when(job.enqueued_at)) }
+                            td.code { @if let Some(fault) = &job.last_fault { (fault.code) } }
+                            td { @if let Some(outcome) = &job.outcome { (outcome.outcome.kind()) } }
+                        }
+                    }
+                }
+            }
+            @if jobs.len() == JOBS_PER_PAGE { p.note { "The newest " (JOBS_PER_PAGE) " shown." } }
+        },
+    )
+}
+
+fn state_name(job: &JobRecord) -> String {
+    serde_json::to_value(job.state).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// Bytes as text (lossy), pretty JSON when they are JSON, cut at
+/// [`SHOWN_BYTES`].
+fn shown(bytes: &[u8]) -> String {
+    let text = match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(value) => serde_json::to_string_pretty(&value).unwrap_or_default(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    };
+    if text.len() <= SHOWN_BYTES {
+        return text;
+    }
+    let mut end = SHOWN_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n… ({} bytes in all)", &text[..end], text.len())
+}
+
+/// One job's page: its state, attempts, outcome, and the buttons its state
+/// and the session allow.
+pub(super) fn job(session: &Session, job: &JobRecord) -> Markup {
+    use husk::outcome::Outcome;
+    use husk::store::JobState;
+    // A failed job is an incident until retried or discarded (the store
+    // refuses either once it is not open any more).
+    let incident = job.outcome.as_ref().is_some_and(|o| matches!(o.outcome, Outcome::Failed { .. }));
+    let cancellable = matches!(job.state, JobState::Queued | JobState::Gated | JobState::Running);
+    layout(
+        &format!("Job {}", job.id),
+        Some(session),
+        html! {
+            dl.job {
+                dt { "Topic" } dd { (job.topic) }
+                dt { "State" } dd #state { (state_name(job)) }
+                dt { "Attempt" } dd { (job.attempt) }
+                dt { "Enqueued" } dd { (when(job.enqueued_at)) }
+                @if let Some(gate) = job.not_before { dt { "Not before" } dd { (when(gate)) } }
+                @if job.cancel_requested { dt { "Cancel" } dd { "asked" } }
+            }
+            @if !session.principal.read_only && (incident || cancellable) {
+                div.actions {
+                    @if cancellable { (action(session, job, "cancel", "Cancel")) }
+                    @if incident {
+                        (action(session, job, "retry", "Retry"))
+                        (action(session, job, "discard", "Discard"))
+                    }
+                }
+            }
+            h2 { "Attempts" }
+            ol.attempts {
+                @for attempt in &job.attempts {
+                    li {
+                        span.attempt { "Attempt " (attempt.attempt) }
+                        " ended " (when(attempt.finished_at))
+                        @if let Some(version) = &attempt.plugin_version {
+                            " on version " span.digest title=(version) { (short(version)) }
+                        }
+                        @if let Some(fault) = &attempt.fault {
+                            div.fault { span.code { (fault.code) } pre { (shown(&fault.body)) } }
+                        }
+                    }
+                }
+            }
+            @if let Some(ended) = &job.outcome {
+                h2 { "Outcome" }
+                p #outcome-kind { (ended.outcome.kind()) " at " (when(ended.finished_at)) " after " (ended.attempts) " attempt(s)" }
+                @match &ended.outcome {
+                    Outcome::Completed { output } => pre.output { (shown(output)) },
+                    Outcome::BusinessError { code, message } => p { span.code { (code) } " " (message) },
+                    Outcome::BusinessStatus { value } => p { span.code { (value) } },
+                    Outcome::Failed { last_fault, diagnostic, .. } => div.fault {
+                        span.code { (last_fault.code) } p { (diagnostic) } pre { (shown(&last_fault.body)) }
+                    },
+                    Outcome::Cancelled => p { "Cancelled by its owner." },
+                }
+            }
+        },
+    )
+}
+
+/// A button posting `name` for `job`, with the session's CSRF token.
+fn action(session: &Session, job: &JobRecord, name: &str, label: &str) -> Markup {
+    html! {
+        form method="post" action={ "/ui/jobs/" (job.id) "/" (name) } {
+            input type="hidden" name="csrf" value=(session.csrf);
+            button type="submit" name="action" value=(name) { (label) }
+        }
+    }
+}

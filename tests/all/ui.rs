@@ -1,0 +1,236 @@
+//! The dashboard under `/ui` through a real `husk serve` process, over
+//! plain HTTP (a browser's view comes in the browser tests): sign-in and
+//! its cookie, tenant isolation, read-only and operator roles, CSRF on
+//! every change, and job data rendered as text.
+
+use husk_server::tokens::token_hash;
+use serde_json::{Value, json};
+
+use crate::api::{Server, TOKEN_A, enqueue};
+use crate::support::guest;
+
+const TOKEN_B: &str = "ui-token-of-tenant-b";
+const READ_A: &str = "ui-read-only-token-of-a";
+const OPERATOR: &str = "ui-operator-token";
+
+fn config() -> String {
+    format!(
+        r#"store = "husk.db"
+epoch_tick = "10ms"
+operator_tokens = ["sha256:{operator}"]
+
+[tenants.a]
+tokens = ["sha256:{a}"]
+read_tokens = ["sha256:{read_a}"]
+max_concurrent = 4
+
+[tenants.b]
+tokens = ["sha256:{b}"]
+
+[topics.a-flaky]
+tenant = "a"
+plugin = "{flaky}"
+workers = 1
+retry = {{ kind = "none" }}
+
+[topics.a-later]
+tenant = "a"
+plugin = "{flaky}"
+workers = 1
+retry = {{ kind = "fixed", max_attempts = 3, delay = "1h" }}
+
+[topics.b-flaky]
+tenant = "b"
+plugin = "{flaky}"
+workers = 1
+retry = {{ kind = "none" }}
+"#,
+        operator = token_hash(OPERATOR),
+        a = token_hash(TOKEN_A),
+        read_a = token_hash(READ_A),
+        b = token_hash(TOKEN_B),
+        flaky = guest("flaky").display(),
+    )
+}
+
+/// An HTTP answer: status, headers, body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A browser-less client: no redirects followed, the session cookie kept.
+struct Browser {
+    agent: ureq::Agent,
+    base: String,
+    cookie: Option<String>,
+}
+
+impl Browser {
+    fn new(server: &Server) -> Self {
+        let agent = ureq::Agent::config_builder().max_redirects(0).http_status_as_error(false).build().new_agent();
+        Self { agent, base: server.url.clone(), cookie: None }
+    }
+
+    fn answer(response: ureq::http::Response<ureq::Body>) -> Answer {
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
+            .collect();
+        let body = response.into_body().read_to_string().unwrap_or_default();
+        Answer { status, headers, body }
+    }
+
+    fn get(&self, path: &str) -> Answer {
+        let mut request = self.agent.get(&format!("{}{path}", self.base));
+        if let Some(cookie) = &self.cookie {
+            request = request.header("Cookie", cookie);
+        }
+        Self::answer(request.call().unwrap())
+    }
+
+    fn post(&self, path: &str, form: &[(&str, &str)]) -> Answer {
+        let mut request = self.agent.post(&format!("{}{path}", self.base));
+        if let Some(cookie) = &self.cookie {
+            request = request.header("Cookie", cookie);
+        }
+        Self::answer(request.send_form(form.iter().copied()).unwrap())
+    }
+
+    /// Signs in with `token`; returns the sign-in's answer.
+    fn sign_in(&mut self, token: &str) -> Answer {
+        let answer = self.post("/ui/login", &[("token", token)]);
+        if let Some(set) = answer.header("set-cookie") {
+            self.cookie = Some(set.split(';').next().unwrap().to_owned());
+        }
+        answer
+    }
+
+    /// The CSRF token in a page's forms.
+    fn csrf(page: &str) -> String {
+        let (_, rest) = page.split_once(r#"name="csrf" value=""#).expect("a form with a CSRF token");
+        rest.split('"').next().unwrap().to_owned()
+    }
+}
+
+/// Enqueues `input` on `topic` as tenant a and waits for it to end.
+fn ended_job(server: &Server, topic: &str, input: &Value) -> u64 {
+    let client = server.client(Some(TOKEN_A));
+    let id = enqueue(&client, topic, input).unwrap()["id"].as_u64().unwrap();
+    server.wait_until("the job ends", |s| {
+        s.client(Some(TOKEN_A)).get(&format!("/v1/jobs/{id}")).unwrap()["state"] == "terminal"
+    });
+    id
+}
+
+#[test]
+fn sign_in_sets_a_strict_http_only_cookie_and_a_tenant_sees_only_its_own() {
+    let server = Server::start(&config());
+    let mut browser = Browser::new(&server);
+    let first = browser.get("/ui");
+    assert_eq!((first.status, first.header("location")), (303, Some("/ui/login")), "signed out: to the form");
+    let wrong = browser.sign_in("not-a-token");
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.header("set-cookie").is_none() && wrong.body.contains("Unknown token"));
+
+    let signed = browser.sign_in(TOKEN_A);
+    assert_eq!((signed.status, signed.header("location")), (303, Some("/ui")));
+    let cookie = signed.header("set-cookie").unwrap();
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/ui"] {
+        assert!(cookie.contains(part), "{part} in {cookie}");
+    }
+    assert!(!cookie.contains(TOKEN_A), "the cookie is a session id, not the token");
+
+    let overview = browser.get("/ui");
+    assert_eq!(overview.status, 200);
+    assert!(overview.header("content-security-policy").unwrap().contains("script-src 'self'"));
+    assert!(overview.body.contains("a-flaky") && overview.body.contains("a-later"));
+    assert!(!overview.body.contains("b-flaky"), "another tenant's topic is not shown");
+    let fragment = browser.get("/ui/overview");
+    assert!(fragment.status == 200 && fragment.body.contains("a-flaky") && !fragment.body.contains("<html"));
+
+    // Tenant b's job is "not found" for a, as through the API.
+    let b_job = enqueue(&server.client(Some(TOKEN_B)), "b-flaky", &json!({"succeed_on_attempt": 1})).unwrap();
+    let b_id = b_job["id"].as_u64().unwrap();
+    assert_eq!(browser.get(&format!("/ui/jobs/{b_id}")).status, 404);
+    assert_eq!(browser.get("/ui/jobs?topic=b-flaky").status, 404);
+    let listed = browser.get("/ui/jobs");
+    assert!(listed.status == 200 && !listed.body.contains("b-flaky"));
+
+    // Signing out ends the session: the old cookie no longer opens a page.
+    let csrf = Browser::csrf(&overview.body);
+    assert_eq!(browser.post("/ui/logout", &[("csrf", &csrf)]).status, 303);
+    assert_eq!(browser.get("/ui").status, 303);
+}
+
+#[test]
+fn changes_need_the_sessions_csrf_token_and_a_read_only_session_has_no_buttons() {
+    let server = Server::start(&config());
+    // An incident: a bad input fails at once (no retries on a-flaky).
+    let failed = ended_job(&server, "a-flaky", &json!({"succeed_on_attempt": "never"}));
+    let mut reader = Browser::new(&server);
+    reader.sign_in(READ_A);
+    let page = reader.get(&format!("/ui/jobs/{failed}"));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("failed") && page.body.contains("read-only"));
+    assert!(!page.body.contains("/retry") && !page.body.contains("/discard"), "no buttons for a reader");
+    let csrf = Browser::csrf(&page.body); // the sign-out form's
+    let refused = reader.post(&format!("/ui/jobs/{failed}/discard"), &[("csrf", &csrf)]);
+    assert_eq!(refused.status, 403, "a reader's change is refused even with its CSRF token");
+
+    let mut writer = Browser::new(&server);
+    writer.sign_in(TOKEN_A);
+    let page = writer.get(&format!("/ui/jobs/{failed}"));
+    assert!(page.body.contains("/retry") && page.body.contains("/discard"));
+    let csrf = Browser::csrf(&page.body);
+    let forged = writer.post(&format!("/ui/jobs/{failed}/discard"), &[("csrf", "0000")]);
+    assert_eq!(forged.status, 403, "a wrong CSRF token changes nothing");
+    let missing = writer.post(&format!("/ui/jobs/{failed}/discard"), &[]);
+    assert!(missing.status >= 400, "no CSRF token: refused ({})", missing.status);
+    let incidents = server.client(Some(TOKEN_A)).get("/v1/incidents").unwrap();
+    assert_eq!(incidents["incidents"].as_array().unwrap().len(), 1, "still an incident");
+
+    let done = writer.post(&format!("/ui/jobs/{failed}/discard"), &[("csrf", &csrf)]);
+    assert_eq!((done.status, done.header("location")), (303, Some(format!("/ui/jobs/{failed}").as_str())));
+    let incidents = server.client(Some(TOKEN_A)).get("/v1/incidents").unwrap();
+    assert!(incidents["incidents"].as_array().unwrap().is_empty(), "discarded");
+
+    // Cancel a gated job (its retry waits an hour) from its page.
+    let client = server.client(Some(TOKEN_A));
+    let gated = enqueue(&client, "a-later", &json!({"succeed_on_attempt": 9})).unwrap()["id"].as_u64().unwrap();
+    server.wait_until("the job waits for its retry", |s| {
+        s.client(Some(TOKEN_A)).get(&format!("/v1/jobs/{gated}")).unwrap()["state"] == "gated"
+    });
+    let page = writer.get(&format!("/ui/jobs/{gated}"));
+    assert!(page.body.contains("flaky.unavailable"), "the attempt's fault is shown:\n{}", page.body);
+    assert_eq!(writer.post(&format!("/ui/jobs/{gated}/cancel"), &[("csrf", &csrf)]).status, 303);
+    let record = client.get(&format!("/v1/jobs/{gated}")).unwrap();
+    assert_eq!(record["outcome"]["outcome"]["kind"], "cancelled");
+}
+
+#[test]
+fn job_data_is_rendered_as_text_and_an_operator_sees_every_tenant() {
+    let server = Server::start(&config());
+    let script = "<script>alert(1)</script>";
+    let id = ended_job(&server, "a-flaky", &json!({"succeed_on_attempt": script}));
+    let mut operator = Browser::new(&server);
+    operator.sign_in(OPERATOR);
+    let page = operator.get(&format!("/ui/jobs/{id}"));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "shown as text:\n{}", page.body);
+    assert!(!page.body.contains(script), "never as markup");
+    let overview = operator.get("/ui");
+    assert!(
+        overview.body.contains("a-flaky") && overview.body.contains("b-flaky") && overview.body.contains("operator")
+    );
+    assert!(overview.body.contains("0 / 4"), "tenant a's concurrency quota:\n{}", overview.body);
+}
