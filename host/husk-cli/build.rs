@@ -22,6 +22,7 @@ fn main() {
 
     ensure_target_installed();
     postgres_cfg(&root);
+    browser_cfg();
     guest_toolchain_cfgs(&root);
 
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -71,6 +72,21 @@ fn postgres_cfg(root: &Path) {
     let ci = env::var("CI").is_ok_and(|v| v == "true");
     if ci || env::var_os("HUSK_TEST_POSTGRES").is_some() || state.join("url").exists() {
         println!("cargo:rustc-cfg=husk_postgres");
+    }
+}
+
+/// Tells the tests whether Chromium and its WebDriver are installed (cfg
+/// `husk_browser`; Debian's `chromium` and `chromium-driver`, which
+/// `.ci/run` installs). Without them the dashboard's browser tests are
+/// ignored, naming the packages; under `CI=true` they always run.
+fn browser_cfg() {
+    println!("cargo:rustc-check-cfg=cfg(husk_browser)");
+    // The directory, not the file: a missing file would rerun this script
+    // at every build.
+    println!("cargo:rerun-if-changed=/usr/bin");
+    let ci = env::var("CI").is_ok_and(|v| v == "true");
+    if ci || (Path::new("/usr/bin/chromedriver").exists() && Path::new("/usr/bin/chromium").exists()) {
+        println!("cargo:rustc-cfg=husk_browser");
     }
 }
 

@@ -8,6 +8,7 @@ mod api;
 mod batch;
 mod binary;
 mod blocking;
+mod browser;
 mod classify;
 mod cli;
 mod cluster_quota;

@@ -277,7 +277,7 @@ pub(super) fn job(session: &Session, job: &JobRecord) -> Markup {
                 }
             }
             h2 { "Attempts" }
-            ol.attempts {
+            ul.attempts {
                 @for attempt in &job.attempts {
                     li {
                         span.attempt { "Attempt " (attempt.attempt) }

@@ -1,0 +1,260 @@
+//! The dashboard in a real browser: Debian's headless Chromium driven over
+//! WebDriver (`chromedriver`, through fantoccini) against a real `husk
+//! serve`. Sign in through the form; watch a topic's depth change without
+//! a reload; open a failed job and read its attempts; retry the incident
+//! and watch it complete; a read-only session has no button; a second
+//! tenant sees none of the first's jobs; an injected `<script>` does not
+//! run. Screenshots of each page go to `target/ui-screens/`.
+//!
+//! Each test polls the page (every 50 ms, up to 30 s) for what it waits for.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use husk_server::tokens::token_hash;
+use serde_json::{Value, json};
+
+use crate::api::{Server, TOKEN_A, enqueue};
+use crate::support::guest;
+
+const TOKEN_B: &str = "browser-token-of-tenant-b";
+const READ_A: &str = "browser-read-only-token-of-a";
+
+fn config() -> String {
+    format!(
+        r#"store = "husk.db"
+epoch_tick = "10ms"
+
+[tenants.a]
+tokens = ["sha256:{a}"]
+read_tokens = ["sha256:{read_a}"]
+
+[tenants.b]
+tokens = ["sha256:{b}"]
+
+[topics.a-flaky]
+tenant = "a"
+plugin = "{flaky}"
+workers = 1
+retry = {{ kind = "none" }}
+
+[topics.a-held]
+tenant = "a"
+plugin = "{flaky}"
+workers = 1
+
+[topics.a-quote]
+tenant = "a"
+plugin = "{quote_v1}"
+workers = 1
+retry = {{ kind = "none" }}
+
+[topics.b-flaky]
+tenant = "b"
+plugin = "{flaky}"
+workers = 1
+retry = {{ kind = "none" }}
+"#,
+        a = token_hash(TOKEN_A),
+        read_a = token_hash(READ_A),
+        b = token_hash(TOKEN_B),
+        flaky = guest("flaky").display(),
+        quote_v1 = guest("quote-v1").display(),
+    )
+}
+
+/// A `chromedriver` process on a free port, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+    profile: tempfile::TempDir,
+}
+
+impl Driver {
+    fn start() -> Self {
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut child = Command::new("/usr/bin/chromedriver")
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("chromedriver (Debian's chromium-driver) runs");
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(20) {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    let profile = tempfile::tempdir().unwrap();
+                    return Driver { child, url: format!("http://127.0.0.1:{port}"), profile };
+                }
+                if child.try_wait().unwrap().is_some() {
+                    break; // the port was taken meanwhile: another one
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("chromedriver did not start");
+    }
+
+    /// A new headless Chromium session (its own profile directory).
+    async fn browser(&self, name: &str) -> Client {
+        let profile = self.profile.path().join(name);
+        let capabilities = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                // As this machine needs them: no sandbox as root, and no
+                // background connections to a network that is closed.
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                         "--window-size=1280,900", format!("--user-data-dir={}", profile.display())],
+            },
+        });
+        let Value::Object(capabilities) = capabilities else { unreachable!() };
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        ClientBuilder::new(connector).capabilities(capabilities).connect(&self.url).await.expect("a Chromium session")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `test` on a runtime of its own.
+fn run(test: impl std::future::Future<Output = ()>) {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(test);
+}
+
+/// Polls `check` every 50 ms for up to 30 s.
+async fn eventually<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+    let started = Instant::now();
+    while !check().await {
+        assert!(started.elapsed() < Duration::from_secs(30), "gave up waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The text of the first element matching `css`, or "" when there is none.
+async fn text(browser: &Client, css: &str) -> String {
+    match browser.find(Locator::Css(css)).await {
+        Ok(element) => element.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Saves a screenshot of the page as `target/ui-screens/NAME.png`.
+async fn screenshot(browser: &Client, name: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screens");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{name}.png")), browser.screenshot().await.unwrap()).unwrap();
+}
+
+/// Signs in through the form with `token`.
+async fn sign_in(browser: &Client, server: &Server, token: &str) {
+    browser.goto(&format!("{}/ui", server.url)).await.unwrap();
+    assert!(browser.current_url().await.unwrap().path().ends_with("/ui/login"), "signed out: the form");
+    browser.find(Locator::Css("#token")).await.unwrap().send_keys(token).await.unwrap();
+    browser.find(Locator::Css("form[action='/ui/login'] button")).await.unwrap().click().await.unwrap();
+    eventually("the overview after sign-in", || async { text(browser, "h1").await == "Overview" }).await;
+}
+
+#[test]
+#[cfg_attr(not(husk_browser), ignore = "no Chromium: apt-get install chromium chromium-driver")]
+fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
+    let server = Server::start(&config());
+    let driver = Driver::start();
+    run(async {
+        let browser = driver.browser("a").await;
+        sign_in(&browser, &server, TOKEN_A).await;
+        screenshot(&browser, "overview").await;
+
+        // The depth of a paused topic rises as jobs arrive, without a reload.
+        let client = server.client(Some(TOKEN_A));
+        client.post("/v1/topics/a-held/pause", None, &[]).unwrap();
+        let marker: Value = browser.execute("window.husk_marker = 1; return 1", vec![]).await.unwrap();
+        assert_eq!(marker, json!(1));
+        for _ in 0..3 {
+            enqueue(&client, "a-held", &json!({"succeed_on_attempt": 1})).unwrap();
+        }
+        eventually("the queued count shows 3", || async {
+            text(&browser, "tr[data-topic='a-held'] td.queued").await == "3"
+        })
+        .await;
+        let same_page: Value = browser.execute("return window.husk_marker === 1", vec![]).await.unwrap();
+        assert_eq!(same_page, json!(true), "refreshed in place, not reloaded");
+        screenshot(&browser, "overview-depth").await;
+
+        // quote-v1 cannot price USD: the job fails (no retries), an incident.
+        let input = json!({"amount": 120, "currency": "USD"});
+        let id = enqueue(&client, "a-quote", &input).unwrap()["id"].as_u64().unwrap();
+        browser.goto(&format!("{}/ui/jobs?topic=a-quote", server.url)).await.unwrap();
+        eventually("the job is listed as failed", || async {
+            browser.refresh().await.unwrap();
+            text(&browser, "#jobs tbody tr").await.contains("failed")
+        })
+        .await;
+        screenshot(&browser, "jobs").await;
+        browser.find(Locator::LinkText(&id.to_string())).await.unwrap().click().await.unwrap();
+        eventually("the job's page", || async { text(&browser, "h1").await == format!("Job {id}") }).await;
+        assert!(text(&browser, "ul.attempts").await.contains("quote.rates-unavailable"), "attempt 1's fault");
+        assert_eq!(text(&browser, "#outcome-kind").await.split_whitespace().next(), Some("failed"));
+        screenshot(&browser, "job-failed").await;
+
+        // The fixed version deployed, retry the incident from its page.
+        let v2 = std::fs::read(guest("quote-v2")).unwrap();
+        client.post("/v1/topics/a-quote/plugins", Some((&v2, "application/wasm")), &[]).unwrap();
+        browser.find(Locator::Css("button[value='retry']")).await.unwrap().click().await.unwrap();
+        eventually("the retried job completes", || async {
+            browser.refresh().await.unwrap();
+            text(&browser, "#outcome-kind").await.starts_with("completed")
+        })
+        .await;
+        assert!(text(&browser, "pre.output").await.contains("\"version\": \"v2\""), "v2 ran it");
+        screenshot(&browser, "job-completed").await;
+
+        // Tenant b, in another browser, sees none of it.
+        let other = driver.browser("b").await;
+        sign_in(&other, &server, TOKEN_B).await;
+        assert!(!text(&other, "#topics").await.contains("a-flaky"));
+        other.goto(&format!("{}/ui/jobs", server.url)).await.unwrap();
+        assert!(text(&other, "#jobs tbody").await.is_empty(), "no jobs of another tenant");
+        other.goto(&format!("{}/ui/jobs/{id}", server.url)).await.unwrap();
+        assert_eq!(text(&other, "h1").await, "Not Found");
+        other.close().await.unwrap();
+        browser.close().await.unwrap();
+    });
+}
+
+#[test]
+#[cfg_attr(not(husk_browser), ignore = "no Chromium: apt-get install chromium chromium-driver")]
+fn a_reader_has_no_buttons_and_an_injected_script_does_not_run() {
+    let server = Server::start(&config());
+    let driver = Driver::start();
+    let client = server.client(Some(TOKEN_A));
+    // The guest's fault body quotes the bad input: markup in job data.
+    let payload = "<script>window.husk_pwned = 1</script><img src=x onerror=\"window.husk_pwned = 2\">";
+    let id = enqueue(&client, "a-flaky", &json!({"succeed_on_attempt": payload})).unwrap()["id"].as_u64().unwrap();
+    server.wait_until("the job fails", |s| {
+        s.client(Some(TOKEN_A)).get(&format!("/v1/jobs/{id}")).unwrap()["state"] == "terminal"
+    });
+    run(async {
+        let browser = driver.browser("reader").await;
+        sign_in(&browser, &server, READ_A).await;
+        browser.goto(&format!("{}/ui/jobs/{id}", server.url)).await.unwrap();
+        eventually("the job's page", || async { text(&browser, "h1").await == format!("Job {id}") }).await;
+        let shown = text(&browser, "body").await;
+        assert!(shown.contains("<script>window.husk_pwned = 1</script>"), "the payload shows as text:\n{shown}");
+        let pwned: Value = browser.execute("return typeof window.husk_pwned", vec![]).await.unwrap();
+        assert_eq!(pwned, json!("undefined"), "the injected script and handler did not run");
+        let buttons = browser.find_all(Locator::Css("form[action*='/jobs/'] button")).await.unwrap();
+        assert!(buttons.is_empty(), "a read-only session has no button");
+        assert!(text(&browser, "nav").await.contains("read-only"));
+        screenshot(&browser, "job-read-only").await;
+        browser.close().await.unwrap();
+    });
+}
