@@ -192,10 +192,10 @@ fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
         // quote-v1 cannot price USD: the job fails (no retries), an incident.
         let input = json!({"amount": 120, "currency": "USD"});
         let id = enqueue(&client, "a-quote", &input).unwrap()["id"].as_u64().unwrap();
-        browser.goto(&format!("{}/ui/jobs?topic=a-quote", server.url)).await.unwrap();
+        let list = format!("{}/ui/jobs?topic=a-quote", server.url);
         eventually("the job is listed as failed", || async {
-            browser.refresh().await.unwrap();
-            text(&browser, "#jobs tbody tr").await.contains("failed")
+            // Loaded again each time (an error, as in mid-navigation, is "not yet").
+            browser.goto(&list).await.is_ok() && text(&browser, "#jobs tbody tr").await.contains("failed")
         })
         .await;
         screenshot(&browser, "jobs").await;
@@ -209,9 +209,9 @@ fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
         let v2 = std::fs::read(guest("quote-v2")).unwrap();
         client.post("/v1/topics/a-quote/plugins", Some((&v2, "application/wasm")), &[]).unwrap();
         browser.find(Locator::Css("button[value='retry']")).await.unwrap().click().await.unwrap();
+        let page = format!("{}/ui/jobs/{id}", server.url);
         eventually("the retried job completes", || async {
-            browser.refresh().await.unwrap();
-            text(&browser, "#outcome-kind").await.starts_with("completed")
+            browser.goto(&page).await.is_ok() && text(&browser, "#outcome-kind").await.starts_with("completed")
         })
         .await;
         assert!(text(&browser, "pre.output").await.contains("\"version\": \"v2\""), "v2 ran it");
@@ -255,6 +255,68 @@ fn a_reader_has_no_buttons_and_an_injected_script_does_not_run() {
         assert!(buttons.is_empty(), "a read-only session has no button");
         assert!(text(&browser, "nav").await.contains("read-only"));
         screenshot(&browser, "job-read-only").await;
+        browser.close().await.unwrap();
+    });
+}
+
+#[test]
+#[cfg_attr(not(husk_browser), ignore = "no Chromium: apt-get install chromium chromium-driver")]
+fn a_version_is_deployed_by_upload_and_rolled_back_and_a_topic_paused() {
+    let server = Server::start(&config());
+    let driver = Driver::start();
+    let junk = server.dir.path().join("not-a-component.wasm");
+    std::fs::write(&junk, b"\0asm but not really").unwrap();
+    run(async {
+        let browser = driver.browser("deployer").await;
+        sign_in(&browser, &server, TOKEN_A).await;
+        browser.find(Locator::LinkText("a-quote")).await.unwrap().click().await.unwrap();
+        eventually("the topic's page", || async { text(&browser, "h1").await == "Topic a-quote" }).await;
+        let rows = |b: &Client| {
+            let b = b.clone();
+            async move { b.find_all(Locator::Css("#versions tbody tr")).await.unwrap().len() }
+        };
+        assert_eq!(rows(&browser).await, 1, "the config's version");
+        let first = browser.find(Locator::Css("#versions tbody tr")).await.unwrap().attr("data-version").await;
+        let first = first.unwrap().unwrap();
+
+        // A file that is not a component: refused, wasmtime's reason shown.
+        browser.find(Locator::Css("#component")).await.unwrap().send_keys(junk.to_str().unwrap()).await.unwrap();
+        browser.find(Locator::Css("button[value='deploy']")).await.unwrap().click().await.unwrap();
+        eventually("the refusal", || async { !text(&browser, "#refused").await.is_empty() }).await;
+        let refused = text(&browser, "#refused").await;
+        assert!(refused.contains("a-quote") && refused.len() > 30, "a reason: {refused}");
+        screenshot(&browser, "topic-refused").await;
+
+        // The real v2: deployed and current.
+        let v2 = guest("quote-v2");
+        browser.find(Locator::Css("#component")).await.unwrap().send_keys(v2.to_str().unwrap()).await.unwrap();
+        browser.find(Locator::Css("button[value='deploy']")).await.unwrap().click().await.unwrap();
+        eventually("two versions", || async { rows(&browser).await == 2 }).await;
+        let current = text(&browser, "#versions tbody tr:first-child td:last-child").await;
+        assert_eq!(current, "current", "the upload is current");
+        let api = server.client(Some(TOKEN_A)).get("/v1/topics/a-quote/plugins").unwrap();
+        assert_eq!(api["versions"][0]["current"], true);
+        assert_ne!(api["versions"][0]["version"], first.as_str(), "a new version");
+        screenshot(&browser, "topic-deployed").await;
+
+        // Roll back to the first from its row.
+        let row = format!("#versions tr[data-version='{first}'] button[value='rollback']");
+        browser.find(Locator::Css(&row)).await.unwrap().click().await.unwrap();
+        eventually("the first version current again", || async {
+            text(&browser, &format!("#versions tr[data-version='{first}'] td:last-child")).await == "current"
+        })
+        .await;
+        let current = server.client(Some(TOKEN_A)).get("/v1/topics").unwrap();
+        let quote = current["topics"].as_array().unwrap().iter().find(|t| t["topic"] == "a-quote").unwrap().clone();
+        assert_eq!(quote["version"], first.as_str(), "the API agrees");
+
+        // Pause, then resume.
+        browser.find(Locator::Css("button[value='pause']")).await.unwrap().click().await.unwrap();
+        eventually("paused", || async { text(&browser, "#topic-state").await.ends_with("paused") }).await;
+        let topics = server.client(Some(TOKEN_A)).get("/v1/topics").unwrap();
+        assert!(topics["topics"].as_array().unwrap().iter().any(|t| t["topic"] == "a-quote" && t["paused"] == true));
+        browser.find(Locator::Css("button[value='resume']")).await.unwrap().click().await.unwrap();
+        eventually("running", || async { text(&browser, "#topic-state").await.ends_with("running") }).await;
         browser.close().await.unwrap();
     });
 }

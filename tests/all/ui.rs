@@ -186,6 +186,19 @@ fn changes_need_the_sessions_csrf_token_and_a_read_only_session_has_no_buttons()
     let csrf = Browser::csrf(&page.body); // the sign-out form's
     let refused = reader.post(&format!("/ui/jobs/{failed}/discard"), &[("csrf", &csrf)]);
     assert_eq!(refused.status, 403, "a reader's change is refused even with its CSRF token");
+    let topic = reader.get("/ui/topics/a-flaky");
+    assert_eq!(topic.status, 200);
+    assert!(!topic.body.contains("/pause") && !topic.body.contains("/deploy"), "no buttons for a reader");
+    for change in ["pause", "resume"] {
+        assert_eq!(reader.post(&format!("/ui/topics/a-flaky/{change}"), &[("csrf", &csrf)]).status, 403);
+    }
+    let version = server.client(Some(TOKEN_A)).get("/v1/topics/a-flaky/plugins").unwrap()["versions"][0]["version"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rollback = reader.post("/ui/topics/a-flaky/rollback", &[("csrf", &csrf), ("version", &version)]);
+    assert_eq!(rollback.status, 403);
+    assert_eq!(reader.get("/ui/topics/b-flaky").status, 404, "another tenant's topic");
 
     let mut writer = Browser::new(&server);
     writer.sign_in(TOKEN_A);

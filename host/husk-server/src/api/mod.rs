@@ -80,6 +80,11 @@ impl Api {
         &self.tenants
     }
 
+    /// Limits of request bodies.
+    pub(crate) fn limits(&self) -> BodyLimits {
+        self.limits
+    }
+
     /// The tenant owning `topic`, if it is `tenant`: anything else reads as
     /// an unknown topic.
     fn own_topic(&self, tenant: &str, topic: &str) -> Result<(), ApiError> {

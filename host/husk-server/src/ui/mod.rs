@@ -18,16 +18,18 @@ mod session;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Form, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Form, Multipart, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
+use husk::host::PluginSource;
 use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
 
 use crate::api::Api;
 use crate::tokens::Scope;
+use husk::versions::Origin;
 pub(crate) use session::{Session, Sessions};
 
 /// The stylesheet.
@@ -48,6 +50,8 @@ pub(crate) struct Ui {
 
 /// The dashboard's routes, to nest under `/ui`.
 pub(crate) fn router(api: Arc<Api>) -> Router {
+    // A component within the API's limit, plus the form's own fields.
+    let upload_limit = api.limits().plugin + (64 << 10);
     let ui = Arc::new(Ui { api, sessions: Sessions::default() });
     Router::new()
         .route("/", get(overview))
@@ -57,6 +61,11 @@ pub(crate) fn router(api: Arc<Api>) -> Router {
         .route("/jobs", get(jobs))
         .route("/jobs/{id}", get(job))
         .route("/jobs/{id}/{action}", post(act))
+        .route("/topics/{topic}", get(topic))
+        .route("/topics/{topic}/pause", post(pause))
+        .route("/topics/{topic}/resume", post(resume))
+        .route("/topics/{topic}/rollback", post(rollback))
+        .route("/topics/{topic}/deploy", post(deploy).layer(DefaultBodyLimit::max(upload_limit)))
         .route("/assets/husk.css", get(|| async { asset(CSS, "text/css; charset=utf-8") }))
         .route("/assets/htmx.min.js", get(|| async { asset(HTMX, "text/javascript; charset=utf-8") }))
         .layer(axum::middleware::map_response(secure_headers))
@@ -136,6 +145,15 @@ impl Ui {
         topics
     }
 
+    /// `topic` if `session` sees it; else "not found", as for a missing one.
+    fn topic_of(&self, session: &Session, topic: &str) -> Result<(), Refusal> {
+        if self.topics_of(session).iter().any(|t| t == topic) {
+            Ok(())
+        } else {
+            Err(refusal(StatusCode::NOT_FOUND, &format!("no topic `{topic}`")))
+        }
+    }
+
     /// Job `id` if `session` sees it; else "not found", as for a missing one.
     fn job_of(&self, session: &Session, id: JobId) -> Result<JobRecord, Refusal> {
         let not_found = || refusal(StatusCode::NOT_FOUND, &format!("no job {id}"));
@@ -181,7 +199,9 @@ async fn logout(State(ui): State<Arc<Ui>>, headers: HeaderMap, Form(form): Form<
 fn overview_of(ui: &Ui, session: &Session) -> Result<pages::Overview, Refusal> {
     let host = ui.api.host();
     let topics = ui.topics_of(session);
-    let depths = host.dispatcher().store().depths().map_err(store_failed)?;
+    // Depths from the snapshot the host publishes (no count over the jobs
+    // table per look: the dashboard must not slow the workers).
+    let snapshot = host.snapshot();
     let paused = host.paused().map_err(store_failed)?;
     let rows = topics
         .iter()
@@ -192,7 +212,7 @@ fn overview_of(ui: &Ui, session: &Session) -> Result<pages::Overview, Refusal> {
                 tenant: topic.and_then(|t| t.tenant()).map(str::to_owned),
                 version: host.current_version(name).map(|v| v.version),
                 paused: paused.contains(name),
-                depth: depths.iter().find(|(t, _)| t == name).map(|(_, d)| *d).unwrap_or_default(),
+                depth: snapshot.depths.get(name).copied().unwrap_or_default(),
             }
         })
         .collect::<Vec<_>>();
@@ -298,13 +318,7 @@ async fn act(
     Path((id, action)): Path<(String, String)>,
     Form(form): Form<Csrf>,
 ) -> Page {
-    let session = signed_in(&ui, &headers)?;
-    if !session::csrf_matches(&session, &form.csrf) {
-        return Err(refusal(StatusCode::FORBIDDEN, "This form has expired: reload the page and try again."));
-    }
-    if session.principal.read_only {
-        return Err(refusal(StatusCode::FORBIDDEN, "This session may look but not change anything."));
-    }
+    let session = changing(&ui, &headers, &form.csrf)?;
     let id = parse_id(&id)?;
     blocking({
         let ui = ui.clone();
@@ -322,4 +336,138 @@ async fn act(
     })
     .await?;
     Ok(Redirect::to(&format!("/ui/jobs/{id}")).into_response())
+}
+
+/// The session of a state-changing request: signed in, with the session's
+/// CSRF token, and allowed to change things.
+fn changing(ui: &Ui, headers: &HeaderMap, csrf: &str) -> Result<Session, Refusal> {
+    let session = signed_in(ui, headers)?;
+    if !session::csrf_matches(&session, csrf) {
+        return Err(refusal(StatusCode::FORBIDDEN, "This form has expired: reload the page and try again."));
+    }
+    if session.principal.read_only {
+        return Err(refusal(StatusCode::FORBIDDEN, "This session may look but not change anything."));
+    }
+    Ok(session)
+}
+
+/// Who did it, for a version's record: the tenant, or `operator`.
+fn by(session: &Session) -> String {
+    match &session.principal.scope {
+        Scope::Tenant(tenant) => tenant.clone(),
+        Scope::Operator => "operator".to_owned(),
+    }
+}
+
+/// A topic's page: its versions (roll back to any), a component to upload,
+/// pause or resume.
+async fn topic(State(ui): State<Arc<Ui>>, headers: HeaderMap, Path(topic): Path<String>) -> Page {
+    let session = signed_in(&ui, &headers)?;
+    ui.topic_of(&session, &topic)?;
+    let (versions, paused) = blocking({
+        let (ui, topic) = (ui.clone(), topic.clone());
+        move || {
+            let host = ui.api.host();
+            let versions = host.versions(&topic).map_err(|e| refusal(StatusCode::CONFLICT, &e.to_string()))?;
+            Ok((versions, host.paused().map_err(store_failed)?.contains(&topic)))
+        }
+    })
+    .await?;
+    Ok(pages::topic(&session, &topic, &versions, paused, None).into_response())
+}
+
+async fn pause(
+    State(ui): State<Arc<Ui>>,
+    headers: HeaderMap,
+    Path(topic): Path<String>,
+    Form(form): Form<Csrf>,
+) -> Page {
+    set_paused(ui, headers, topic, form, true).await
+}
+
+async fn resume(
+    State(ui): State<Arc<Ui>>,
+    headers: HeaderMap,
+    Path(topic): Path<String>,
+    Form(form): Form<Csrf>,
+) -> Page {
+    set_paused(ui, headers, topic, form, false).await
+}
+
+async fn set_paused(ui: Arc<Ui>, headers: HeaderMap, topic: String, form: Csrf, paused: bool) -> Page {
+    let session = changing(&ui, &headers, &form.csrf)?;
+    ui.topic_of(&session, &topic)?;
+    let back = format!("/ui/topics/{}", pages::urlencode(&topic));
+    blocking(move || {
+        ui.api.host().set_paused(&topic, paused).map_err(|e| refusal(StatusCode::CONFLICT, &e.to_string()))
+    })
+    .await?;
+    Ok(Redirect::to(&back).into_response())
+}
+
+/// The rollback form: the CSRF token and the version to make current.
+#[derive(Deserialize)]
+struct Rollback {
+    csrf: String,
+    version: String,
+}
+
+async fn rollback(
+    State(ui): State<Arc<Ui>>,
+    headers: HeaderMap,
+    Path(topic): Path<String>,
+    Form(form): Form<Rollback>,
+) -> Page {
+    let session = changing(&ui, &headers, &form.csrf)?;
+    ui.topic_of(&session, &topic)?;
+    let back = format!("/ui/topics/{}", pages::urlencode(&topic));
+    blocking(move || {
+        let host = ui.api.host();
+        host.rollback_by(&topic, Some(&form.version), Some(&by(&session)))
+            .map_err(|e| refusal(StatusCode::CONFLICT, &e.to_string()))
+    })
+    .await?;
+    Ok(Redirect::to(&back).into_response())
+}
+
+/// The upload form (multipart): the CSRF token, then the component. A
+/// component the API would refuse is refused here with the same reason,
+/// shown on the topic's page.
+async fn deploy(State(ui): State<Arc<Ui>>, headers: HeaderMap, Path(topic): Path<String>, mut form: Multipart) -> Page {
+    let bad = |e: &dyn std::fmt::Display| refusal(StatusCode::BAD_REQUEST, &format!("cannot read the form: {e}"));
+    let (mut csrf, mut component) = (None, None);
+    while let Some(field) = form.next_field().await.map_err(|e| bad(&e))? {
+        match field.name() {
+            Some("csrf") => csrf = Some(field.text().await.map_err(|e| bad(&e))?),
+            Some("component") => component = Some(field.bytes().await.map_err(|e| bad(&e))?.to_vec()),
+            _ => {}
+        }
+    }
+    let session = changing(&ui, &headers, csrf.as_deref().unwrap_or_default())?;
+    ui.topic_of(&session, &topic)?;
+    let Some(bytes) = component.filter(|c| !c.is_empty()) else {
+        return Err(refusal(StatusCode::BAD_REQUEST, "choose a component (.wasm) to upload"));
+    };
+    if bytes.len() > ui.api.limits().plugin {
+        return Err(refusal(StatusCode::PAYLOAD_TOO_LARGE, "the component is over the plugin size limit"));
+    }
+    let outcome = blocking({
+        let (ui, topic) = (ui.clone(), topic.clone());
+        move || {
+            let source = PluginSource::Bytes { bytes, name: format!("the component uploaded to `{topic}`") };
+            let host = ui.api.host();
+            let deployed =
+                host.deploy_by(&topic, &source, Origin::Deploy, Some(&by(&session))).map_err(|e| e.to_string());
+            let versions = host.versions(&topic).map_err(|e| refusal(StatusCode::CONFLICT, &e.to_string()))?;
+            Ok((deployed, versions, host.paused().map_err(store_failed)?.contains(&topic), session))
+        }
+    })
+    .await?;
+    match outcome {
+        (Ok(_), ..) => Ok(Redirect::to(&format!("/ui/topics/{}", pages::urlencode(&topic))).into_response()),
+        (Err(reason), versions, paused, session) => Err(Refusal::Page(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            pages::topic(&session, &topic, &versions, paused, Some(&reason)),
+        )),
+    }
 }

@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use maud::{DOCTYPE, Markup, html};
 
 use husk::store::{Depth, JobRecord};
+use husk::versions::VersionInfo;
 
 use super::{JobFilter, Session};
 use crate::tokens::Scope;
@@ -128,7 +129,7 @@ pub(super) fn overview_tables(overview: &Overview) -> Markup {
             tbody {
                 @for topic in &overview.topics {
                     tr data-topic=(topic.name) {
-                        td { a href={ "/ui/jobs?topic=" (urlencode(&topic.name)) } { (topic.name) } }
+                        td { a href={ "/ui/topics/" (urlencode(&topic.name)) } { (topic.name) } }
                         td { (topic.tenant.as_deref().unwrap_or("—")) }
                         td.digest title=[topic.version.as_deref()] { (short(topic.version.as_deref().unwrap_or("—"))) }
                         td { @if topic.paused { "paused" } @else { "running" } }
@@ -170,7 +171,7 @@ fn short(digest: &str) -> &str {
 }
 
 /// `text` for a URL's query.
-fn urlencode(text: &str) -> String {
+pub(super) fn urlencode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
@@ -316,4 +317,67 @@ fn action(session: &Session, job: &JobRecord, name: &str, label: &str) -> Markup
             button type="submit" name="action" value=(name) { (label) }
         }
     }
+}
+
+/// A topic's page: pause or resume, its kept versions (roll back to any),
+/// a component to upload; `refused` says why an upload was refused.
+pub(super) fn topic(
+    session: &Session,
+    topic: &str,
+    versions: &[VersionInfo],
+    paused: bool,
+    refused: Option<&str>,
+) -> Markup {
+    let base = format!("/ui/topics/{}", urlencode(topic));
+    let can = !session.principal.read_only;
+    layout(
+        &format!("Topic {topic}"),
+        Some(session),
+        html! {
+            p { a href={ "/ui/jobs?topic=" (urlencode(topic)) } { "Its jobs" } }
+            p #topic-state { "Fetching: " @if paused { "paused" } @else { "running" } }
+            @if can {
+                div.actions {
+                    @let (action, label) = if paused { ("resume", "Resume") } else { ("pause", "Pause") };
+                    form method="post" action={ (base) "/" (action) } {
+                        input type="hidden" name="csrf" value=(session.csrf);
+                        button type="submit" name="action" value=(action) { (label) }
+                    }
+                }
+            }
+            h2 { "Versions" }
+            table #versions {
+                thead { tr { th { "Version" } th { "Origin" } th { "Deployed" } th { "By" } th { "" } } }
+                tbody {
+                    @for version in versions {
+                        tr data-version=(version.version) {
+                            td.digest title=(version.version) { (short(&version.version)) }
+                            td { (serde_json::to_value(version.origin).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()) }
+                            td { (when(version.deployed_at)) }
+                            td { (version.deployed_by.as_deref().unwrap_or("—")) }
+                            td {
+                                @if version.current { strong { "current" } }
+                                @else if can {
+                                    form method="post" action={ (base) "/rollback" } {
+                                        input type="hidden" name="csrf" value=(session.csrf);
+                                        input type="hidden" name="version" value=(version.version);
+                                        button type="submit" name="action" value="rollback" { "Make current" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if can {
+                h2 { "Deploy a new version" }
+                @if let Some(reason) = refused { p.error #refused { "Refused: " (reason) } }
+                form method="post" action={ (base) "/deploy" } enctype="multipart/form-data" {
+                    input type="hidden" name="csrf" value=(session.csrf);
+                    input #component type="file" name="component" accept=".wasm" required;
+                    button type="submit" name="action" value="deploy" { "Deploy" }
+                }
+            }
+        },
+    )
 }
