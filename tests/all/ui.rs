@@ -247,3 +247,53 @@ fn job_data_is_rendered_as_text_and_an_operator_sees_every_tenant() {
     );
     assert!(overview.body.contains("0 / 4"), "tenant a's concurrency quota:\n{}", overview.body);
 }
+
+#[test]
+fn incidents_are_grouped_and_retried_or_discarded_in_bulk_after_a_count() {
+    let server = Server::start(&config());
+    let bad = json!({"succeed_on_attempt": "never"});
+    let ids: Vec<u64> = (0..3).map(|_| ended_job(&server, "a-flaky", &bad)).collect();
+    let b_client = server.client(Some(TOKEN_B));
+    let b_id = enqueue(&b_client, "b-flaky", &bad).unwrap()["id"].as_u64().unwrap();
+    server.wait_until("b's job fails", |s| {
+        s.client(Some(TOKEN_B)).get(&format!("/v1/jobs/{b_id}")).unwrap()["state"] == "terminal"
+    });
+    let mut browser = Browser::new(&server);
+    browser.sign_in(TOKEN_A);
+    let page = browser.get("/ui/incidents");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("3 open") && !page.body.contains("b-flaky"), "a's three, not b's:\n{}", page.body);
+    let csrf = Browser::csrf(&page.body);
+
+    // One ticked, then asked: the count is one.
+    let one = ids[0].to_string();
+    let form = [("csrf", csrf.as_str()), ("scope", "selected"), ("id", &one), ("action", "retry")];
+    let asked = browser.post("/ui/incidents/bulk", &form);
+    assert!(asked.body.contains("Retry 1 incident(s)?"), "{}", asked.body);
+    let open =
+        |s: &Server| s.client(Some(TOKEN_A)).get("/v1/incidents").unwrap()["incidents"].as_array().unwrap().len();
+    assert_eq!(open(&server), 3, "asking changes nothing");
+    // b's incident ticked by a forged form is not a's to touch.
+    let b = b_id.to_string();
+    let forged =
+        [("csrf", csrf.as_str()), ("scope", "selected"), ("id", &b), ("action", "discard"), ("confirm", "yes")];
+    assert!(browser.post("/ui/incidents/bulk", &forged).body.contains("Discard: 0 done"));
+    assert_eq!(b_client.get("/v1/incidents").unwrap()["incidents"].as_array().unwrap().len(), 1);
+
+    // All matching a code filter: counted, then discarded.
+    let form = [("csrf", csrf.as_str()), ("scope", "all"), ("topic", "a-flaky"), ("code", ""), ("action", "discard")];
+    let asked = browser.post("/ui/incidents/bulk", &form);
+    assert!(asked.body.contains("Discard 3 incident(s)?"), "{}", asked.body);
+    let mut confirmed = form.to_vec();
+    confirmed.push(("confirm", "yes"));
+    let done = browser.post("/ui/incidents/bulk", &confirmed);
+    assert!(done.body.contains("Discard: 3 done"), "{}", done.body);
+    assert_eq!(open(&server), 0);
+    let mut reader = Browser::new(&server);
+    reader.sign_in(READ_A);
+    let page = reader.get("/ui/incidents");
+    assert!(!page.body.contains("type=\"checkbox\""), "a reader gets no boxes");
+    let csrf = Browser::csrf(&page.body);
+    let form = [("csrf", csrf.as_str()), ("scope", "all"), ("action", "retry"), ("confirm", "yes")];
+    assert_eq!(reader.post("/ui/incidents/bulk", &form).status, 403);
+}
