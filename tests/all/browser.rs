@@ -216,6 +216,12 @@ fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
         .await;
         assert!(text(&browser, "pre.output").await.contains("\"version\": \"v2\""), "v2 ran it");
         screenshot(&browser, "job-completed").await;
+        browser.goto(&format!("{}/ui", server.url)).await.unwrap();
+        eventually("the overview counts the outcomes", || async {
+            text(&browser, "#recent td.completed-hour").await != "0"
+        })
+        .await;
+        screenshot(&browser, "overview-after").await;
 
         // Tenant b, in another browser, sees none of it.
         let other = driver.browser("b").await;

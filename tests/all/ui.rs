@@ -246,6 +246,16 @@ fn job_data_is_rendered_as_text_and_an_operator_sees_every_tenant() {
         overview.body.contains("a-flaky") && overview.body.contains("b-flaky") && overview.body.contains("operator")
     );
     assert!(overview.body.contains("0 / 4"), "tenant a's concurrency quota:\n{}", overview.body);
+    // The last hour: a-flaky's one failure, counted and charted.
+    let row = overview.body.split(r#"<tr data-topic="a-flaky"><td rowspan="2">"#).nth(1).expect("a-flaky's last hour");
+    let hour = row.split("<td>hour</td>").nth(1).unwrap();
+    assert!(
+        hour.starts_with(
+            r#"<td class="n completed-hour">0</td><td class="n business-hour">0</td><td class="n failed-hour">1</td>"#
+        ),
+        "{hour}"
+    );
+    assert!(row.contains(r#"aria-label="0 completed and 1 failed in the last hour""#), "{row}");
 }
 
 #[test]

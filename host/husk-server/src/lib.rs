@@ -7,6 +7,7 @@
 pub mod api;
 pub mod config;
 pub mod metrics;
+pub mod recent;
 pub mod serve;
 pub mod tokens;
 mod ui;

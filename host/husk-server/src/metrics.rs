@@ -60,6 +60,8 @@ pub struct Metrics {
     attempts: Family<TopicLabel, Counter>,
     retries: Family<TopicLabel, Counter>,
     kills: Family<KillLabels, Counter>,
+    /// The last hour, minute by minute, for the dashboard.
+    recent: crate::recent::Recent,
     fuel: Family<TopicLabel, Counter>,
     latency: Family<TopicLabel, Histogram, fn() -> Histogram>,
     depth: Family<DepthLabels, Gauge>,
@@ -89,6 +91,7 @@ impl Metrics {
             attempts: Family::default(),
             retries: Family::default(),
             kills: Family::default(),
+            recent: crate::recent::Recent::new(),
             fuel: Family::default(),
             latency: Family::new_with_constructor(latency_histogram),
             depth: Family::default(),
@@ -123,6 +126,11 @@ impl Metrics {
             metrics.oldest.clone(),
         );
         Self { registry, ..metrics }
+    }
+
+    /// The last hour of outcomes and kills this process saw.
+    pub fn recent(&self) -> &crate::recent::Recent {
+        &self.recent
     }
 
     /// The text exposition, with gauges refreshed from `host`.
@@ -164,6 +172,7 @@ impl AttemptObserver for Metrics {
         self.attempts.get_or_create(&Self::topic(topic)).inc();
         if let Some(reason) = handled.killed() {
             self.kills.get_or_create(&KillLabels { topic: topic.to_owned(), reason: reason.to_owned() }).inc();
+            self.recent.kill(topic, reason, std::time::SystemTime::now());
         }
         if let Some(fuel) = handled.fuel_consumed {
             self.fuel.get_or_create(&Self::topic(topic)).inc_by(fuel);
@@ -179,6 +188,7 @@ impl OutcomeSink for Metrics {
     fn deliver(&self, outcome: &TerminalOutcome) {
         let labels = OutcomeLabels { topic: outcome.topic.clone(), outcome: outcome.outcome.kind().to_owned() };
         self.jobs.get_or_create(&labels).inc();
+        self.recent.outcome(&outcome.topic, outcome.outcome.kind(), outcome.finished_at);
         let latency = outcome.finished_at.duration_since(outcome.enqueued_at).unwrap_or(Duration::ZERO);
         self.latency.get_or_create(&Self::topic(&outcome.topic)).observe(latency.as_secs_f64());
     }

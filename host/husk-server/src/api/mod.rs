@@ -80,6 +80,11 @@ impl Api {
         &self.tenants
     }
 
+    /// The metrics (and the last hour they keep).
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
     /// Limits of request bodies.
     pub(crate) fn limits(&self) -> BodyLimits {
         self.limits

@@ -215,6 +215,7 @@ fn overview_of(ui: &Ui, session: &Session) -> Result<pages::Overview, Refusal> {
                 version: host.current_version(name).map(|v| v.version),
                 paused: paused.contains(name),
                 depth: snapshot.depths.get(name).copied().unwrap_or_default(),
+                recent: ui.api.metrics().recent().summary(name, std::time::SystemTime::now()),
             }
         })
         .collect::<Vec<_>>();

@@ -9,6 +9,8 @@ use maud::{DOCTYPE, Markup, html};
 use husk::store::{Depth, JobRecord};
 use husk::versions::VersionInfo;
 
+use crate::recent::{Counts, MINUTES, Summary};
+
 use super::{IncidentFilter, JobFilter, Session};
 use crate::tokens::Scope;
 
@@ -25,6 +27,7 @@ pub(super) struct TopicRow {
     pub(super) version: Option<String>,
     pub(super) paused: bool,
     pub(super) depth: Depth,
+    pub(super) recent: Summary,
 }
 
 /// One tenant's quota use.
@@ -137,6 +140,28 @@ pub(super) fn overview_tables(overview: &Overview) -> Markup {
                         td.n.queued { (topic.depth.queued) }
                         td.n.gated { (topic.depth.gated) }
                         td.n.running { (topic.depth.running) }
+                    }
+                }
+            }
+        }
+        h2 { "The last hour (outcomes this process delivered)" }
+        table #recent {
+            thead { tr { th { "Topic" } th { "" } th.n { "Completed" } th.n { "Business" } th.n { "Failed" }
+                         th.n { "Cancelled" } th { "Kills (hour)" } th { "Per minute: completed, failed" } } }
+            tbody {
+                @for topic in &overview.topics {
+                    tr data-topic=(topic.name) {
+                        td rowspan="2" { (topic.name) }
+                        td { "minute" }
+                        (counts(&topic.recent.last_minute, "minute"))
+                        td rowspan="2" {
+                            @for (reason, count) in &topic.recent.kills { span.kill { (reason) " " (count) } " " }
+                        }
+                        td rowspan="2" { (chart(&topic.recent)) }
+                    }
+                    tr data-topic=(topic.name) {
+                        td { "hour" }
+                        (counts(&topic.recent.last_hour, "hour"))
                     }
                 }
             }
@@ -507,4 +532,40 @@ pub(super) fn bulk_done(session: &Session, action: &str, done: usize, skipped: u
             p { a href="/ui/incidents" { "Back to the incidents" } }
         },
     )
+}
+
+/// One window's counts as table cells (classes name the window).
+fn counts(counts: &Counts, window: &str) -> Markup {
+    html! {
+        td class={ "n completed-" (window) } { (counts.completed) }
+        td class={ "n business-" (window) } { (counts.business) }
+        td class={ "n failed-" (window) } { (counts.failed) }
+        td class={ "n cancelled-" (window) } { (counts.cancelled) }
+    }
+}
+
+/// A bar per minute of the last hour: completed (blue), failed (red, on
+/// top), scaled to the busiest minute. SVG with presentation attributes
+/// only (the CSP allows no inline style).
+fn chart(summary: &Summary) -> Markup {
+    const WIDTH: u64 = 240;
+    const HEIGHT: u64 = 40;
+    let bar = WIDTH / MINUTES as u64;
+    let top = summary.per_minute.iter().map(|m| m.completed + m.failed).max().unwrap_or(0).max(1);
+    let scale = |n: u64| n * HEIGHT / top;
+    html! {
+        svg.chart width=(WIDTH) height=(HEIGHT) viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } role="img"
+            aria-label={ (summary.last_hour.completed) " completed and " (summary.last_hour.failed) " failed in the last hour" } {
+            rect x="0" y="0" width=(WIDTH) height=(HEIGHT) fill="#ffffff" {}
+            @for (i, minute) in summary.per_minute.iter().enumerate() {
+                @let (done, failed) = (scale(minute.completed), scale(minute.failed));
+                @if done > 0 {
+                    rect x=(i as u64 * bar) y=(HEIGHT - done - failed) width=(bar - 1) height=(done) fill="#2f5fd0" {}
+                }
+                @if failed > 0 {
+                    rect x=(i as u64 * bar) y=(HEIGHT - failed) width=(bar - 1) height=(failed) fill="#b3261e" {}
+                }
+            }
+        }
+    }
 }
