@@ -13,30 +13,20 @@
 //! (default 40,000 per run; both stores). PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
 //! start` runs; skipped (saying so) without one.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+#[path = "support/serve.rs"]
+mod serve;
+
 use husk_cli::client::Client;
 use husk_server::tokens::token_hash;
+use serve::start;
 
 const TOKEN: &str = "bench-token";
 const CLIENTS: usize = 8;
 const BATCH: usize = 1000;
-
-/// A `husk serve` process, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn config(store: &str, schema: Option<&str>) -> String {
     let schema = schema.map(|s| format!("postgres_schema = \"{s}\"\n")).unwrap_or_default();
@@ -55,33 +45,6 @@ fetch_batch = 32
         hash = token_hash(TOKEN),
         plugin = std::path::Path::new(env!("HUSK_GUEST_DIR")).join("transform.wasm").display(),
     )
-}
-
-fn start(dir: &std::path::Path, name: &str, config: &str) -> Server {
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, config).unwrap();
-    let log_path = dir.join(format!("{name}.log"));
-    let log = std::fs::File::create(&log_path).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_husk"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&path)
-        .env("RUST_LOG", "warn,husk_server=info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    // Killed and waited for when dropped, also if it never starts.
-    let mut server = Server { child, url: String::new() };
-    let started = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-        if let Some((_, rest)) = text.split_once("husk serving on ") {
-            server.url = rest.split_whitespace().next().unwrap().to_owned();
-            return server;
-        }
-        assert!(started.elapsed() < Duration::from_secs(120), "husk serve did not start:\n{text}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Runs `client` on [`CLIENTS`] threads, each with its own connection to one
