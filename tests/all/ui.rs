@@ -225,6 +225,8 @@ fn changes_need_the_sessions_csrf_token_and_a_read_only_session_has_no_buttons()
     });
     let page = writer.get(&format!("/ui/jobs/{gated}"));
     assert!(page.body.contains("flaky.unavailable"), "the attempt's fault is shown:\n{}", page.body);
+    let input = page.body.split(r#"<pre id="input">"#).nth(1).expect("its input is shown");
+    assert!(input.starts_with("{\n  &quot;succeed_on_attempt&quot;: 9\n}</pre>"), "pretty JSON: {input}");
     assert_eq!(writer.post(&format!("/ui/jobs/{gated}/cancel"), &[("csrf", &csrf)]).status, 303);
     let record = client.get(&format!("/v1/jobs/{gated}")).unwrap();
     assert_eq!(record["outcome"]["outcome"]["kind"], "cancelled");

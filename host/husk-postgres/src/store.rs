@@ -269,6 +269,18 @@ impl JobStore for PostgresStore {
         })
     }
 
+    fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
+        self.autocommit("input", |query| {
+            let rows = query(
+                "SELECT input FROM husk_jobs WHERE id = $1
+                 UNION ALL SELECT input FROM husk_outcomes WHERE job_id = $1 AND open_incident AND input IS NOT NULL
+                 LIMIT 1",
+                &[&(id.0 as i64)],
+            )?;
+            Ok(rows.first().map(|row| row.get(0)))
+        })
+    }
+
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
         self.run("outcomes", |tx| {
             // Only up to what every writer has committed, read first.

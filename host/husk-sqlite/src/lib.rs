@@ -381,6 +381,17 @@ impl JobStore for SqliteStore {
         rows.into_iter().map(record_of).collect::<rusqlite::Result<_>>().map_err(self.err("incidents"))
     }
 
+    fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
+        let conn = self.conn();
+        conn.prepare_cached(
+            "SELECT input FROM jobs WHERE id = ?1
+             UNION ALL SELECT input FROM outcomes WHERE job_id = ?1 AND open_incident = 1 AND input IS NOT NULL
+             LIMIT 1",
+        )
+        .and_then(|mut s| s.query_row([id.0 as i64], |row| row.get(0)).optional())
+        .map_err(self.err("input"))
+    }
+
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
         let conn = self.conn();
         conn.prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE seq > ?1 ORDER BY seq LIMIT ?2"))

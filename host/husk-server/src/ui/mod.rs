@@ -306,12 +306,15 @@ fn parse_id(id: &str) -> Result<JobId, Refusal> {
 async fn job(State(ui): State<Arc<Ui>>, headers: HeaderMap, Path(id): Path<String>) -> Page {
     let session = signed_in(&ui, &headers)?;
     let id = parse_id(&id)?;
-    let record = blocking({
+    let (record, input) = blocking({
         let (ui, session) = (ui.clone(), session.clone());
-        move || ui.job_of(&session, id)
+        move || {
+            let record = ui.job_of(&session, id)?;
+            Ok((record, ui.api.host().dispatcher().store().input(id).map_err(store_failed)?))
+        }
     })
     .await?;
-    Ok(pages::job(&session, &record).into_response())
+    Ok(pages::job(&session, &record, input.as_deref()).into_response())
 }
 
 /// `POST /ui/jobs/{id}/cancel|retry|discard`.

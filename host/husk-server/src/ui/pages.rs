@@ -273,9 +273,9 @@ fn shown(bytes: &[u8]) -> String {
     format!("{}\n… ({} bytes in all)", &text[..end], text.len())
 }
 
-/// One job's page: its state, attempts, outcome, and the buttons its state
+/// One job's page: its state, input (while kept), attempts, outcome, and the buttons its state
 /// and the session allow.
-pub(super) fn job(session: &Session, job: &JobRecord) -> Markup {
+pub(super) fn job(session: &Session, job: &JobRecord, input: Option<&[u8]>) -> Markup {
     use husk::outcome::Outcome;
     use husk::store::JobState;
     // A failed job is an incident until retried or discarded (the store
@@ -302,6 +302,11 @@ pub(super) fn job(session: &Session, job: &JobRecord) -> Markup {
                         (action(session, job, "discard", "Discard"))
                     }
                 }
+            }
+            h2 { "Input" }
+            @match input {
+                Some(input) => pre #input { (shown(input)) },
+                None => p.note { "Not kept: the store keeps a job's input while it is live or an open incident." },
             }
             h2 { "Attempts" }
             ul.attempts {

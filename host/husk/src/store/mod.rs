@@ -396,6 +396,19 @@ pub trait JobStore: Send + Sync + 'static {
     /// [`StoreError`] when the store fails.
     fn incidents(&self) -> Result<Vec<JobRecord>, StoreError>;
 
+    /// The input of job `id` while the store keeps it: while the job is
+    /// live, and while it is an open incident (kept for its retry); `None`
+    /// once it ended otherwise, or for a store that keeps no inputs (the
+    /// default).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
+        let _ = id;
+        Ok(None)
+    }
+
     /// Terminal outcomes with `seq > after`, in order, at most `limit`.
     ///
     /// # Errors

@@ -202,6 +202,7 @@ macro_rules! store_conformance {
             store::plugin_versions_are_kept_made_current_and_pruned,
             store::retention_keeps_the_tables_bounded_over_a_week,
             store::a_capped_enqueue_counts_live_jobs_of_the_tenants_topics,
+            store::a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident,
         }
     };
     ($backend:expr) => {

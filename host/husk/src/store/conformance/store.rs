@@ -390,3 +390,32 @@ pub fn a_capped_enqueue_counts_live_jobs_of_the_tenants_topics(backend: &dyn Bac
     assert_eq!(enqueue(vec![job("a")]), Capped::Full { live: 3 });
     assert!(store.get(third).unwrap().is_some());
 }
+
+/// Conformance check: a job's input is kept while it lives and while it is
+/// an open incident, and is gone once it ended otherwise.
+pub fn a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let input = b"{\"name\":\"<input>\"}\xff".to_vec();
+    let new = NewJob { input: input.clone(), ..job("t") };
+    let id = store.enqueue(vec![new], now()).unwrap()[0].id;
+    assert_eq!(store.input(id).unwrap().as_deref(), Some(&input[..]), "queued");
+    assert_eq!(store.input(JobId(id.0 + 1000)).unwrap(), None, "no such job");
+    let topics = ["t".to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
+    let lock = store.fetch_and_lock(request, now()).unwrap().jobs[0].lock;
+    assert_eq!(store.input(id).unwrap().as_deref(), Some(&input[..]), "running");
+    let failed = Outcome::Failed {
+        topic: "t".into(),
+        attempts: 1,
+        last_fault: Fault::new("boom", ""),
+        diagnostic: "no mapper".into(),
+        plugin_version: None,
+    };
+    store.report(vec![(lock, Report::End { outcome: failed.clone(), plugin_version: None })], now()).unwrap();
+    assert_eq!(store.input(id).unwrap().as_deref(), Some(&input[..]), "an open incident keeps it for its retry");
+    assert_eq!(store.discard_incident(id).unwrap(), DiscardResult::Discarded);
+    assert_eq!(store.input(id).unwrap(), None, "a discarded incident keeps none");
+    let done = run_to_end(store, "t", Outcome::Completed { output: b"1".to_vec() });
+    assert_eq!(store.input(done).unwrap(), None, "a completed job keeps none");
+}

@@ -357,6 +357,12 @@ impl JobStore for MemoryStore {
         Ok(inner.incidents.iter().filter_map(|id| inner.record(*id)).collect())
     }
 
+    fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
+        let inner = self.lock();
+        let live = inner.live.get(&id).map(|job| job.input.clone());
+        Ok(live.or_else(|| inner.ended.get(&id)?.incident.as_ref().map(|i| i.input.clone())))
+    }
+
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
         let inner = self.lock();
         let start = inner.log.partition_point(|o| o.seq <= after);
