@@ -140,11 +140,23 @@ async fn eventually<F: std::future::Future<Output = bool>>(what: &str, mut check
 }
 
 /// The text of the first element matching `css`, or "" when there is none.
+/// An element replaced while it is read (htmx swapped it in the meantime)
+/// is looked up again; any other error fails the test.
 async fn text(browser: &Client, css: &str) -> String {
-    match browser.find(Locator::Css(css)).await {
-        Ok(element) => element.text().await.unwrap_or_default(),
-        Err(_) => String::new(),
+    for _ in 0..20 {
+        let element = match browser.find(Locator::Css(css)).await {
+            Ok(element) => element,
+            Err(e) if e.is_no_such_element() => return String::new(),
+            Err(e) if e.is_stale_element_reference() => continue,
+            Err(e) => panic!("reading {css}: {e}"),
+        };
+        match element.text().await {
+            Ok(text) => return text,
+            Err(e) if e.is_stale_element_reference() || e.is_no_such_element() => continue,
+            Err(e) => panic!("reading {css}: {e}"),
+        }
     }
+    panic!("{css} kept being replaced while read");
 }
 
 /// Saves a screenshot of the page as `target/ui-screens/NAME.png`.
@@ -190,14 +202,20 @@ fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
         screenshot(&browser, "overview-depth").await;
 
         // quote-v1 cannot price USD: the job fails (no retries), an incident.
+        // The job list, open before the job exists, shows it as it fails,
+        // without a reload.
+        browser.goto(&format!("{}/ui/jobs?topic=a-quote", server.url)).await.unwrap();
+        browser.execute("window.husk_marker = 2", vec![]).await.unwrap();
+        assert!(browser.find(Locator::Css("#jobs tbody")).await.is_ok(), "the job list");
+        assert!(text(&browser, "#jobs tbody").await.is_empty());
         let input = json!({"amount": 120, "currency": "USD"});
         let id = enqueue(&client, "a-quote", &input).unwrap()["id"].as_u64().unwrap();
-        let list = format!("{}/ui/jobs?topic=a-quote", server.url);
         eventually("the job is listed as failed", || async {
-            // Loaded again each time (an error, as in mid-navigation, is "not yet").
-            browser.goto(&list).await.is_ok() && text(&browser, "#jobs tbody tr").await.contains("failed")
+            text(&browser, "#jobs tbody tr").await.contains("failed")
         })
         .await;
+        let same_page: Value = browser.execute("return window.husk_marker === 2", vec![]).await.unwrap();
+        assert_eq!(same_page, json!(true), "the list refreshed in place");
         screenshot(&browser, "jobs").await;
         browser.find(Locator::LinkText(&id.to_string())).await.unwrap().click().await.unwrap();
         eventually("the job's page", || async { text(&browser, "h1").await == format!("Job {id}") }).await;
@@ -218,7 +236,7 @@ fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
         screenshot(&browser, "job-completed").await;
         browser.goto(&format!("{}/ui", server.url)).await.unwrap();
         eventually("the overview counts the outcomes", || async {
-            text(&browser, "#recent td.completed-hour").await != "0"
+            text(&browser, "#recent tr[data-topic='a-quote'] td.completed-hour").await == "1"
         })
         .await;
         screenshot(&browser, "overview-after").await;
@@ -226,8 +244,10 @@ fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
         // Tenant b, in another browser, sees none of it.
         let other = driver.browser("b").await;
         sign_in(&other, &server, TOKEN_B).await;
+        assert!(text(&other, "#topics").await.contains("b-flaky"), "b's own topic");
         assert!(!text(&other, "#topics").await.contains("a-flaky"));
         other.goto(&format!("{}/ui/jobs", server.url)).await.unwrap();
+        assert!(other.find(Locator::Css("#jobs tbody")).await.is_ok(), "the job list");
         assert!(text(&other, "#jobs tbody").await.is_empty(), "no jobs of another tenant");
         other.goto(&format!("{}/ui/jobs/{id}", server.url)).await.unwrap();
         assert_eq!(text(&other, "h1").await, "Not Found");

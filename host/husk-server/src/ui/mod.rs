@@ -59,6 +59,7 @@ pub(crate) fn router(api: Arc<Api>) -> Router {
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
         .route("/jobs", get(jobs))
+        .route("/jobs/rows", get(job_rows))
         .route("/jobs/{id}", get(job))
         .route("/jobs/{id}/{action}", post(act))
         .route("/incidents", get(incidents))
@@ -267,8 +268,9 @@ pub(crate) struct JobFilter {
     pub(crate) state: String,
 }
 
-async fn jobs(State(ui): State<Arc<Ui>>, headers: HeaderMap, Query(filter): Query<JobFilter>) -> Page {
-    let session = signed_in(&ui, &headers)?;
+/// The jobs `session` sees that `filter` selects (newest first, at most a
+/// page), and the topics it sees.
+async fn listed(ui: &Arc<Ui>, session: &Session, filter: &JobFilter) -> Result<(Vec<String>, Vec<JobRecord>), Refusal> {
     let state = match filter.state.as_str() {
         "" => None,
         text => Some(
@@ -276,27 +278,38 @@ async fn jobs(State(ui): State<Arc<Ui>>, headers: HeaderMap, Query(filter): Quer
                 .map_err(|_| refusal(StatusCode::BAD_REQUEST, &format!("unknown state `{text}`")))?,
         ),
     };
-    let visible = ui.topics_of(&session);
+    let visible = ui.topics_of(session);
     let topics = match filter.topic.as_str() {
         "" => visible.clone(),
         topic if visible.iter().any(|t| t == topic) => vec![topic.to_owned()],
         topic => return Err(refusal(StatusCode::NOT_FOUND, &format!("no topic `{topic}`"))),
     };
-    let listed = blocking({
-        let ui = ui.clone();
-        move || {
-            let mut jobs = Vec::new();
-            for topic in topics {
-                let filter = ListFilter { topic: Some(topic), state, limit: Some(pages::JOBS_PER_PAGE) };
-                jobs.extend(ui.api.host().dispatcher().store().list(&filter).map_err(store_failed)?);
-            }
-            jobs.sort_by_key(|job| std::cmp::Reverse(job.id));
-            jobs.truncate(pages::JOBS_PER_PAGE);
-            Ok(jobs)
+    let ui = ui.clone();
+    let listed = blocking(move || {
+        let mut jobs = Vec::new();
+        for topic in topics {
+            let filter = ListFilter { topic: Some(topic), state, limit: Some(pages::JOBS_PER_PAGE) };
+            jobs.extend(ui.api.host().dispatcher().store().list(&filter).map_err(store_failed)?);
         }
+        jobs.sort_by_key(|job| std::cmp::Reverse(job.id));
+        jobs.truncate(pages::JOBS_PER_PAGE);
+        Ok(jobs)
     })
     .await?;
+    Ok((visible, listed))
+}
+
+async fn jobs(State(ui): State<Arc<Ui>>, headers: HeaderMap, Query(filter): Query<JobFilter>) -> Page {
+    let session = signed_in(&ui, &headers)?;
+    let (visible, listed) = listed(&ui, &session, &filter).await?;
     Ok(pages::jobs(&session, &visible, &filter, &listed).into_response())
+}
+
+/// The job list's rows alone, for htmx to refresh in place.
+async fn job_rows(State(ui): State<Arc<Ui>>, headers: HeaderMap, Query(filter): Query<JobFilter>) -> Page {
+    let session = signed_in(&ui, &headers)?;
+    let (_, listed) = listed(&ui, &session, &filter).await?;
+    Ok(pages::job_rows(&listed).into_response())
 }
 
 fn parse_id(id: &str) -> Result<JobId, Refusal> {

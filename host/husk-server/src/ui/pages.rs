@@ -233,23 +233,30 @@ pub(super) fn jobs(session: &Session, topics: &[String], filter: &JobFilter, job
             table #jobs {
                 thead { tr { th.n { "Job" } th { "Topic" } th { "State" } th.n { "Attempt" } th { "Enqueued" }
                              th { "Last fault" } th { "Outcome" } } }
-                tbody {
-                    @for job in jobs {
-                        tr {
-                            td.n { a href={ "/ui/jobs/" (job.id) } { (job.id) } }
-                            td { (job.topic) }
-                            td { (state_name(job)) }
-                            td.n { (job.attempt) }
-                            td { (when(job.enqueued_at)) }
-                            td.code { @if let Some(fault) = &job.last_fault { (fault.code) } }
-                            td { @if let Some(outcome) = &job.outcome { (outcome.outcome.kind()) } }
-                        }
-                    }
-                }
+                // Refreshed in place every 2 s.
+                tbody hx-get={ "/ui/jobs/rows?topic=" (urlencode(&filter.topic)) "&state=" (urlencode(&filter.state)) }
+                    hx-trigger="every 2s" hx-swap="innerHTML" { (job_rows(jobs)) }
             }
             @if jobs.len() == JOBS_PER_PAGE { p.note { "The newest " (JOBS_PER_PAGE) " shown." } }
         },
     )
+}
+
+/// The job list's rows (also served alone for the refresh).
+pub(super) fn job_rows(jobs: &[JobRecord]) -> Markup {
+    html! {
+        @for job in jobs {
+            tr {
+                td.n { a href={ "/ui/jobs/" (job.id) } { (job.id) } }
+                td { (job.topic) }
+                td { (state_name(job)) }
+                td.n { (job.attempt) }
+                td { (when(job.enqueued_at)) }
+                td.code { @if let Some(fault) = &job.last_fault { (fault.code) } }
+                td { @if let Some(outcome) = &job.outcome { (outcome.outcome.kind()) } }
+            }
+        }
+    }
 }
 
 fn state_name(job: &JobRecord) -> String {
