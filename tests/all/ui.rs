@@ -309,3 +309,34 @@ fn incidents_are_grouped_and_retried_or_discarded_in_bulk_after_a_count() {
     let form = [("csrf", csrf.as_str()), ("scope", "all"), ("action", "retry"), ("confirm", "yes")];
     assert_eq!(reader.post("/ui/incidents/bulk", &form).status, 403);
 }
+
+#[test]
+fn the_job_list_pages_back_through_older_jobs() {
+    let server = Server::start(&config());
+    let client = server.client(Some(TOKEN_A));
+    client.post("/v1/topics/a-later/pause", None, &[]).unwrap();
+    let items: Vec<String> = (0..150).map(|i| format!(r#"{{"input":{{"succeed_on_attempt":{i}}}}}"#)).collect();
+    let body = format!("[{}]", items.join(","));
+    client.post("/v1/topics/a-later/jobs/batch", Some((body.as_bytes(), "application/json")), &[]).unwrap();
+    let mut browser = Browser::new(&server);
+    browser.sign_in(TOKEN_A);
+    let ids_on = |page: &str| -> Vec<u64> {
+        page.split(r#"<td class="n"><a href="/ui/jobs/"#)
+            .skip(1)
+            .map(|r| r.split('"').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let first = browser.get("/ui/jobs?topic=a-later");
+    let newest = ids_on(&first.body);
+    assert_eq!(newest.len(), 100, "a page");
+    assert!(newest.windows(2).all(|w| w[0] > w[1]), "newest first");
+    let older = first.body.split(r#"<a id="older" href=""#).nth(1).expect("a link to older jobs");
+    let older = older.split('"').next().unwrap().replace("&amp;", "&");
+    assert!(older.ends_with(&format!("before={}", newest[99])), "{older}");
+    let second = browser.get(&older);
+    let rest = ids_on(&second.body);
+    assert_eq!(rest.len(), 50, "the other 50");
+    assert!(rest.iter().all(|id| *id < newest[99]), "older ones only");
+    assert!(!second.body.contains(r#"id="older""#), "nothing older left");
+    assert!(second.body.contains("Newest"));
+}

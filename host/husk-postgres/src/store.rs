@@ -227,6 +227,7 @@ impl JobStore for PostgresStore {
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
         let limit = filter.limit.unwrap_or(100) as i64;
+        let before = filter.before.map(|id| id.0 as i64);
         let state = filter.state.map(|s| match s {
             JobState::Queued => QUEUED,
             JobState::Gated => husk::store::sql::GATED,
@@ -238,17 +239,19 @@ impl JobStore for PostgresStore {
             if state != Some(-1) {
                 let rows = tx.query(
                     "SELECT id FROM husk_jobs WHERE ($1::text IS NULL OR topic = $1)
-                     AND ($2::bigint IS NULL OR state = $2) ORDER BY id DESC LIMIT $3",
-                    &[&filter.topic, &state, &limit],
+                     AND ($2::bigint IS NULL OR state = $2) AND ($4::bigint IS NULL OR id < $4)
+                     ORDER BY id DESC LIMIT $3",
+                    &[&filter.topic, &state, &limit, &before],
                 )?;
                 ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
             }
             if state.is_none_or(|s| s == -1) {
                 let rows = tx.query(
                     "SELECT DISTINCT job_id FROM husk_outcomes o WHERE ($1::text IS NULL OR topic = $1)
+                     AND ($3::bigint IS NULL OR job_id < $3)
                      AND NOT EXISTS (SELECT 1 FROM husk_jobs j WHERE j.id = o.job_id)
                      ORDER BY job_id DESC LIMIT $2",
-                    &[&filter.topic, &limit],
+                    &[&filter.topic, &limit, &before],
                 )?;
                 ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
             }

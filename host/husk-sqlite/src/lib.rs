@@ -341,6 +341,7 @@ impl JobStore for SqliteStore {
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
         let conn = self.conn();
         let limit = filter.limit.unwrap_or(100) as i64;
+        let before = filter.before.map(|id| id.0 as i64);
         let state = filter.state.map(|s| match s {
             JobState::Queued => QUEUED,
             JobState::Gated => GATED,
@@ -351,19 +352,20 @@ impl JobStore for SqliteStore {
             Vec::new()
         } else {
             conn.prepare_cached(
-                "SELECT id FROM jobs WHERE (?1 IS NULL OR topic = ?1) AND (?2 IS NULL OR state = ?2) ORDER BY id DESC LIMIT ?3",
+                "SELECT id FROM jobs WHERE (?1 IS NULL OR topic = ?1) AND (?2 IS NULL OR state = ?2)
+                 AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?3",
             )
-            .and_then(|mut s| s.query_map(params![filter.topic, state, limit], |r| r.get(0))?.collect())
+            .and_then(|mut s| s.query_map(params![filter.topic, state, limit, before], |r| r.get(0))?.collect())
             .map_err(self.err("list"))?
         };
         let ended_ids: Vec<i64> = if state.is_some_and(|s| s != -1) {
             Vec::new()
         } else {
             conn.prepare_cached(
-                "SELECT DISTINCT job_id FROM outcomes WHERE (?1 IS NULL OR topic = ?1)
+                "SELECT DISTINCT job_id FROM outcomes WHERE (?1 IS NULL OR topic = ?1) AND (?3 IS NULL OR job_id < ?3)
                  AND job_id NOT IN (SELECT id FROM jobs) ORDER BY job_id DESC LIMIT ?2",
             )
-            .and_then(|mut s| s.query_map(params![filter.topic, limit], |r| r.get(0))?.collect())
+            .and_then(|mut s| s.query_map(params![filter.topic, limit, before], |r| r.get(0))?.collect())
             .map_err(self.err("list"))?
         };
         let mut ids: Vec<i64> = live_ids.into_iter().chain(ended_ids).collect();

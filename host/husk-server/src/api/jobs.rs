@@ -167,10 +167,12 @@ pub(super) struct ListQuery {
     topic: Option<String>,
     state: Option<JobState>,
     limit: Option<usize>,
+    before: Option<u64>,
 }
 
-/// `GET /v1/jobs?topic=&state=&limit=`: the tenant's jobs, newest first
-/// (default limit 100).
+/// `GET /v1/jobs?topic=&state=&limit=&before=`: the tenant's jobs, newest
+/// first (default limit 100), older than job `before` if given (the next
+/// page).
 pub(super) async fn list(
     State(api): State<Arc<Api>>,
     caller: Caller,
@@ -188,7 +190,7 @@ pub(super) async fn list(
     blocking(move || {
         let mut jobs = Vec::new();
         for topic in topics {
-            let filter = ListFilter { topic: Some(topic), state: query.state, limit: Some(limit) };
+            let filter = ListFilter { topic: Some(topic), state: query.state, limit: Some(limit), before: query.before.map(JobId) };
             jobs.extend(api.host.dispatcher().store().list(&filter)?);
         }
         jobs.sort_by_key(|job| std::cmp::Reverse(job.id));

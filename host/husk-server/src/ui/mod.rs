@@ -266,6 +266,9 @@ pub(crate) struct JobFilter {
     /// Only this state ("" for all).
     #[serde(default)]
     pub(crate) state: String,
+    /// Only jobs older than this id ("" for the newest): the next page.
+    #[serde(default)]
+    pub(crate) before: String,
 }
 
 /// The jobs `session` sees that `filter` selects (newest first, at most a
@@ -278,6 +281,10 @@ async fn listed(ui: &Arc<Ui>, session: &Session, filter: &JobFilter) -> Result<(
                 .map_err(|_| refusal(StatusCode::BAD_REQUEST, &format!("unknown state `{text}`")))?,
         ),
     };
+    let before = match filter.before.as_str() {
+        "" => None,
+        id => Some(parse_id(id)?),
+    };
     let visible = ui.topics_of(session);
     let topics = match filter.topic.as_str() {
         "" => visible.clone(),
@@ -288,7 +295,7 @@ async fn listed(ui: &Arc<Ui>, session: &Session, filter: &JobFilter) -> Result<(
     let listed = blocking(move || {
         let mut jobs = Vec::new();
         for topic in topics {
-            let filter = ListFilter { topic: Some(topic), state, limit: Some(pages::JOBS_PER_PAGE) };
+            let filter = ListFilter { topic: Some(topic), state, limit: Some(pages::JOBS_PER_PAGE), before };
             jobs.extend(ui.api.host().dispatcher().store().list(&filter).map_err(store_failed)?);
         }
         jobs.sort_by_key(|job| std::cmp::Reverse(job.id));

@@ -234,10 +234,19 @@ pub(super) fn jobs(session: &Session, topics: &[String], filter: &JobFilter, job
                 thead { tr { th.n { "Job" } th { "Topic" } th { "State" } th.n { "Attempt" } th { "Enqueued" }
                              th { "Last fault" } th { "Outcome" } } }
                 // Refreshed in place every 2 s.
-                tbody hx-get={ "/ui/jobs/rows?topic=" (urlencode(&filter.topic)) "&state=" (urlencode(&filter.state)) }
+                tbody hx-get={ "/ui/jobs/rows?topic=" (urlencode(&filter.topic)) "&state=" (urlencode(&filter.state))
+                               "&before=" (urlencode(&filter.before)) }
                     hx-trigger="every 2s" hx-swap="innerHTML" { (job_rows(jobs)) }
             }
-            @if jobs.len() == JOBS_PER_PAGE { p.note { "The newest " (JOBS_PER_PAGE) " shown." } }
+            p.pages {
+                @if !filter.before.is_empty() {
+                    a href={ "/ui/jobs?topic=" (urlencode(&filter.topic)) "&state=" (urlencode(&filter.state)) } { "Newest" } " "
+                }
+                @if let Some(last) = jobs.last().filter(|_| jobs.len() == JOBS_PER_PAGE) {
+                    a #older href={ "/ui/jobs?topic=" (urlencode(&filter.topic)) "&state=" (urlencode(&filter.state))
+                                    "&before=" (last.id) } { "Older" }
+                }
+            }
         },
     )
 }

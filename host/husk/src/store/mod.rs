@@ -255,6 +255,9 @@ pub struct ListFilter {
     pub state: Option<JobState>,
     /// At most this many, newest first (default 100).
     pub limit: Option<usize>,
+    /// Only jobs older than this one (ids below it): the next page after a
+    /// page that ended with it.
+    pub before: Option<JobId>,
 }
 
 /// Counts of a topic's live jobs.

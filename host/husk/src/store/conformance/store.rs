@@ -76,7 +76,14 @@ pub fn depths_and_listing_follow_job_states(backend: &dyn Backend) {
     assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![gated_id, ids[2]], "newest first");
     let gated_only = store.list(&ListFilter { state: Some(JobState::Gated), ..ListFilter::default() }).unwrap();
     assert_eq!(gated_only.iter().map(|r| r.id).collect::<Vec<_>>(), vec![gated_id]);
-    assert_eq!(store.list(&ListFilter { limit: Some(2), ..ListFilter::default() }).unwrap().len(), 2);
+    let first_page = store.list(&ListFilter { limit: Some(2), ..ListFilter::default() }).unwrap();
+    assert_eq!(first_page.len(), 2);
+    // The next page: older than the first page's last, none of it again.
+    let before = Some(first_page[1].id);
+    let next = store.list(&ListFilter { limit: Some(100), before, ..ListFilter::default() }).unwrap();
+    assert!(!next.is_empty() && next.iter().all(|job| job.id < first_page[1].id), "{next:?}");
+    let all = store.list(&ListFilter { limit: Some(100), ..ListFilter::default() }).unwrap();
+    assert_eq!(first_page.len() + next.len(), all.len(), "two pages hold every job once");
 }
 
 /// Conformance check: release requeues on the same attempt unless a cancel was asked.
