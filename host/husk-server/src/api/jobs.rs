@@ -190,7 +190,12 @@ pub(super) async fn list(
     blocking(move || {
         let mut jobs = Vec::new();
         for topic in topics {
-            let filter = ListFilter { topic: Some(topic), state: query.state, limit: Some(limit), before: query.before.map(JobId) };
+            let filter = ListFilter {
+                topic: Some(topic),
+                state: query.state,
+                limit: Some(limit),
+                before: query.before.map(JobId),
+            };
             jobs.extend(api.host.dispatcher().store().list(&filter)?);
         }
         jobs.sort_by_key(|job| std::cmp::Reverse(job.id));

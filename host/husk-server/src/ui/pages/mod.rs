@@ -7,9 +7,14 @@ use axum::http::StatusCode;
 use maud::{DOCTYPE, Markup, html};
 
 use husk::store::{Depth, JobRecord};
-use husk::versions::VersionInfo;
 
 use crate::recent::{Counts, MINUTES, Summary};
+
+mod incidents;
+mod topic;
+
+pub(super) use incidents::{bulk_done, confirm_bulk, fault_code, incidents};
+pub(super) use topic::topic;
 
 use super::{IncidentFilter, JobFilter, Session};
 use crate::tokens::Scope;
@@ -213,6 +218,16 @@ fn when(time: SystemTime) -> String {
 
 const STATES: [&str; 4] = ["queued", "gated", "running", "terminal"];
 
+/// A filter's topic choice: all, or one of `topics`.
+fn topic_select(topics: &[String], selected: &str) -> Markup {
+    html! {
+        label { "Topic " select name="topic" {
+            option value="" { "all" }
+            @for topic in topics { option value=(topic) selected[topic == selected] { (topic) } }
+        } }
+    }
+}
+
 /// The job list page.
 pub(super) fn jobs(session: &Session, topics: &[String], filter: &JobFilter, jobs: &[JobRecord]) -> Markup {
     layout(
@@ -220,10 +235,7 @@ pub(super) fn jobs(session: &Session, topics: &[String], filter: &JobFilter, job
         Some(session),
         html! {
             form.filters method="get" action="/ui/jobs" {
-                label { "Topic " select name="topic" {
-                    option value="" { "all" }
-                    @for topic in topics { option value=(topic) selected[*topic == filter.topic] { (topic) } }
-                } }
+                (topic_select(topics, &filter.topic))
                 label { "State " select name="state" {
                     option value="" { "any" }
                     @for state in STATES { option value=(state) selected[state == filter.state] { (state) } }
@@ -364,195 +376,6 @@ fn action(session: &Session, job: &JobRecord, name: &str, label: &str) -> Markup
             button type="submit" name="action" value=(name) { (label) }
         }
     }
-}
-
-/// A topic's page: pause or resume, its kept versions (roll back to any),
-/// a component to upload; `refused` says why an upload was refused.
-pub(super) fn topic(
-    session: &Session,
-    topic: &str,
-    versions: &[VersionInfo],
-    paused: bool,
-    refused: Option<&str>,
-) -> Markup {
-    let base = format!("/ui/topics/{}", urlencode(topic));
-    let can = !session.principal.read_only;
-    layout(
-        &format!("Topic {topic}"),
-        Some(session),
-        html! {
-            p { a href={ "/ui/jobs?topic=" (urlencode(topic)) } { "Its jobs" } }
-            p #topic-state { "Fetching: " @if paused { "paused" } @else { "running" } }
-            @if can {
-                div.actions {
-                    @let (action, label) = if paused { ("resume", "Resume") } else { ("pause", "Pause") };
-                    form method="post" action={ (base) "/" (action) } {
-                        input type="hidden" name="csrf" value=(session.csrf);
-                        button type="submit" name="action" value=(action) { (label) }
-                    }
-                }
-            }
-            h2 { "Versions" }
-            table #versions {
-                thead { tr { th { "Version" } th { "Origin" } th { "Deployed" } th { "By" } th { "" } } }
-                tbody {
-                    @for version in versions {
-                        tr data-version=(version.version) {
-                            td.digest title=(version.version) { (short(&version.version)) }
-                            td { (serde_json::to_value(version.origin).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()) }
-                            td { (when(version.deployed_at)) }
-                            td { (version.deployed_by.as_deref().unwrap_or("—")) }
-                            td {
-                                @if version.current { strong { "current" } }
-                                @else if can {
-                                    form method="post" action={ (base) "/rollback" } {
-                                        input type="hidden" name="csrf" value=(session.csrf);
-                                        input type="hidden" name="version" value=(version.version);
-                                        button type="submit" name="action" value="rollback" { "Make current" }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            @if can {
-                h2 { "Deploy a new version" }
-                @if let Some(reason) = refused { p.error #refused { "Refused: " (reason) } }
-                form method="post" action={ (base) "/deploy" } enctype="multipart/form-data" {
-                    input type="hidden" name="csrf" value=(session.csrf);
-                    input #component type="file" name="component" accept=".wasm" required;
-                    button type="submit" name="action" value="deploy" { "Deploy" }
-                }
-            }
-        },
-    )
-}
-
-/// The last fault code of a job (an incident's), or "".
-pub(super) fn fault_code(job: &JobRecord) -> &str {
-    match job.outcome.as_ref().map(|o| &o.outcome) {
-        Some(husk::outcome::Outcome::Failed { last_fault, .. }) => &last_fault.code,
-        _ => job.last_fault.as_ref().map_or("", |f| f.code.as_str()),
-    }
-}
-
-/// The open incidents: grouped by topic and last fault code (each group a
-/// link to its filter), then listed with a box each; retry or discard the
-/// ticked ones, or all that match the filter.
-pub(super) fn incidents(session: &Session, topics: &[String], filter: &IncidentFilter, jobs: &[JobRecord]) -> Markup {
-    let mut groups: Vec<(&str, &str, usize)> = Vec::new();
-    for job in jobs {
-        let code = fault_code(job);
-        match groups.iter_mut().find(|(t, c, _)| *t == job.topic && *c == code) {
-            Some(group) => group.2 += 1,
-            None => groups.push((&job.topic, code, 1)),
-        }
-    }
-    groups.sort();
-    let can = !session.principal.read_only;
-    layout(
-        "Incidents",
-        Some(session),
-        html! {
-            form.filters method="get" action="/ui/incidents" {
-                label { "Topic " select name="topic" {
-                    option value="" { "all" }
-                    @for topic in topics { option value=(topic) selected[*topic == filter.topic] { (topic) } }
-                } }
-                label { "Fault code contains " input type="text" name="code" value=(filter.code); }
-                button type="submit" { "Filter" }
-            }
-            h2 { "By topic and last fault" }
-            table #groups {
-                thead { tr { th { "Topic" } th { "Last fault code" } th.n { "Open" } } }
-                tbody {
-                    @for (topic, code, count) in &groups {
-                        tr {
-                            td { (topic) }
-                            td.code { a href={ "/ui/incidents?topic=" (urlencode(topic)) "&code=" (urlencode(code)) } { (code) } }
-                            td.n { (count) }
-                        }
-                    }
-                }
-            }
-            h2 { (jobs.len()) " open" }
-            form #bulk method="post" action="/ui/incidents/bulk" {
-                input type="hidden" name="csrf" value=(session.csrf);
-                input type="hidden" name="topic" value=(filter.topic);
-                input type="hidden" name="code" value=(filter.code);
-                table #incidents {
-                    thead { tr { @if can { th { "" } } th.n { "Job" } th { "Topic" } th { "Last fault" } th { "Ended" } } }
-                    tbody {
-                        @for job in jobs.iter().take(JOBS_PER_PAGE) {
-                            tr {
-                                @if can { td { input type="checkbox" name="id" value=(job.id); } }
-                                td.n { a href={ "/ui/jobs/" (job.id) } { (job.id) } }
-                                td { (job.topic) }
-                                td.code { (fault_code(job)) }
-                                td { @if let Some(ended) = &job.outcome { (when(ended.finished_at)) } }
-                            }
-                        }
-                    }
-                }
-                @if jobs.len() > JOBS_PER_PAGE { p.note { "The newest " (JOBS_PER_PAGE) " shown; “all matching” takes every one." } }
-                @if can && !jobs.is_empty() {
-                    div.actions {
-                        label { input type="radio" name="scope" value="selected" checked; " ticked" }
-                        label { input type="radio" name="scope" value="all"; " all " (jobs.len()) " matching" }
-                        button type="submit" name="action" value="retry" { "Retry…" }
-                        button type="submit" name="action" value="discard" { "Discard…" }
-                    }
-                }
-            }
-        },
-    )
-}
-
-/// The confirmation of a bulk retry or discard: how many, and the button
-/// that does it.
-pub(super) fn confirm_bulk(
-    session: &Session,
-    action: &str,
-    all: bool,
-    filter: &IncidentFilter,
-    ids: &[husk::store::JobId],
-) -> Markup {
-    layout(
-        "Confirm",
-        Some(session),
-        html! {
-            p #confirm-count { (action_title(action)) " " (ids.len()) " incident(s)?" }
-            @if !ids.is_empty() {
-                form method="post" action="/ui/incidents/bulk" {
-                    input type="hidden" name="csrf" value=(session.csrf);
-                    input type="hidden" name="topic" value=(filter.topic);
-                    input type="hidden" name="code" value=(filter.code);
-                    input type="hidden" name="scope" value=(if all { "all" } else { "selected" });
-                    @for id in ids { input type="hidden" name="id" value=(id); }
-                    input type="hidden" name="confirm" value="yes";
-                    button type="submit" name="action" value=(action) { "Yes, " (action) " " (ids.len()) }
-                }
-            }
-            p { a href="/ui/incidents" { "Back" } }
-        },
-    )
-}
-
-fn action_title(action: &str) -> &'static str {
-    if action == "retry" { "Retry" } else { "Discard" }
-}
-
-/// What a bulk retry or discard did.
-pub(super) fn bulk_done(session: &Session, action: &str, done: usize, skipped: usize) -> Markup {
-    layout(
-        "Done",
-        Some(session),
-        html! {
-            p #bulk-done { (action_title(action)) ": " (done) " done" @if skipped > 0 { ", " (skipped) " no longer open" } "." }
-            p { a href="/ui/incidents" { "Back to the incidents" } }
-        },
-    )
 }
 
 /// One window's counts as table cells (classes name the window).
