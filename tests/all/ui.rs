@@ -106,6 +106,27 @@ impl Browser {
         Self::answer(request.send_form(form.iter().copied()).unwrap())
     }
 
+    /// Posts a component as the upload form does (multipart).
+    fn upload(&self, path: &str, csrf: &str, component: &[u8]) -> Answer {
+        let boundary = "husk-test-boundary";
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n--{boundary}\r\n\
+             Content-Disposition: form-data; name=\"component\"; filename=\"c.wasm\"\r\n\
+             Content-Type: application/wasm\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend_from_slice(component);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let mut request = self
+            .agent
+            .post(&format!("{}{path}", self.base))
+            .header("Content-Type", &format!("multipart/form-data; boundary={boundary}"));
+        if let Some(cookie) = &self.cookie {
+            request = request.header("Cookie", cookie);
+        }
+        Self::answer(request.send(&body[..]).unwrap())
+    }
+
     /// Signs in with `token`; returns the sign-in's answer.
     fn sign_in(&mut self, token: &str) -> Answer {
         let answer = self.post("/ui/login", &[("token", token)]);
@@ -166,10 +187,18 @@ fn sign_in_sets_a_strict_http_only_cookie_and_a_tenant_sees_only_its_own() {
     let listed = browser.get("/ui/jobs");
     assert!(listed.status == 200 && !listed.body.contains("b-flaky"));
 
-    // Signing out ends the session: the old cookie no longer opens a page.
+    // Signing out ends the session: the old cookie no longer opens a page,
+    // and htmx's refresh is sent to the sign-in form as a whole page.
     let csrf = Browser::csrf(&overview.body);
     assert_eq!(browser.post("/ui/logout", &[("csrf", &csrf)]).status, 303);
     assert_eq!(browser.get("/ui").status, 303);
+    let mut refresh = browser.agent.get(&format!("{}/ui/overview", browser.base)).header("HX-Request", "true");
+    if let Some(cookie) = &browser.cookie {
+        refresh = refresh.header("Cookie", cookie);
+    }
+    let refresh = Browser::answer(refresh.call().unwrap());
+    assert_eq!((refresh.status, refresh.header("hx-redirect")), (200, Some("/ui/login")));
+    assert!(!refresh.body.contains("a-flaky"));
 }
 
 #[test]
@@ -186,6 +215,8 @@ fn changes_need_the_sessions_csrf_token_and_a_read_only_session_has_no_buttons()
     let csrf = Browser::csrf(&page.body); // the sign-out form's
     let refused = reader.post(&format!("/ui/jobs/{failed}/discard"), &[("csrf", &csrf)]);
     assert_eq!(refused.status, 403, "a reader's change is refused even with its CSRF token");
+    let upload = reader.upload("/ui/topics/a-flaky/deploy", &csrf, b"\0asm");
+    assert_eq!(upload.status, 403, "a reader cannot upload");
     let topic = reader.get("/ui/topics/a-flaky");
     assert_eq!(topic.status, 200);
     assert!(!topic.body.contains("/pause") && !topic.body.contains("/deploy"), "no buttons for a reader");

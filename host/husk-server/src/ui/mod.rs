@@ -97,8 +97,12 @@ type Page = Result<Response, Refusal>;
 /// Why a request gets no page of its own.
 #[derive(Debug)]
 pub(crate) enum Refusal {
-    /// Not signed in: to the sign-in form.
-    SignIn,
+    /// Not signed in: to the sign-in form (for an htmx request, which
+    /// would put the form inside the page, by `HX-Redirect`).
+    SignIn {
+        /// Whether htmx asked.
+        htmx: bool,
+    },
     /// A page saying why, with its status.
     Page(StatusCode, maud::Markup),
 }
@@ -106,7 +110,8 @@ pub(crate) enum Refusal {
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         match self {
-            Refusal::SignIn => Redirect::to("/ui/login").into_response(),
+            Refusal::SignIn { htmx: false } => Redirect::to("/ui/login").into_response(),
+            Refusal::SignIn { htmx: true } => ([("hx-redirect", "/ui/login")], "").into_response(),
             Refusal::Page(status, page) => (status, page).into_response(),
         }
     }
@@ -114,7 +119,7 @@ impl IntoResponse for Refusal {
 
 /// The request's session, or the way to sign in.
 fn signed_in(ui: &Ui, headers: &HeaderMap) -> Result<Session, Refusal> {
-    ui.sessions.of(headers).ok_or(Refusal::SignIn)
+    ui.sessions.of(headers).ok_or(Refusal::SignIn { htmx: headers.contains_key("hx-request") })
 }
 
 /// A refusal page with `status`.

@@ -93,6 +93,14 @@ pub(super) async fn deploy(
     Path(topic): Path<String>,
     mut form: Multipart,
 ) -> Page {
+    // Who asks, before the component is read: no one signed out, or only
+    // allowed to look, gets to send megabytes. (Its CSRF token is in the
+    // form, checked once read.)
+    let asking = signed_in(&ui, &headers)?;
+    if asking.principal.read_only {
+        return Err(refusal(StatusCode::FORBIDDEN, "This session may look but not change anything."));
+    }
+    ui.topic_of(&asking, &topic)?;
     let bad = |e: &dyn std::fmt::Display| refusal(StatusCode::BAD_REQUEST, &format!("cannot read the form: {e}"));
     let (mut csrf, mut component) = (None, None);
     while let Some(field) = form.next_field().await.map_err(|e| bad(&e))? {
