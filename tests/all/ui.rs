@@ -159,6 +159,18 @@ fn sign_in_sets_a_strict_http_only_cookie_and_a_tenant_sees_only_its_own() {
     let mut browser = Browser::new(&server);
     let first = browser.get("/ui");
     assert_eq!((first.status, first.header("location")), (303, Some("/ui/login")), "signed out: to the form");
+    // A sign-in posted from another site's page is refused.
+    let forged = browser
+        .agent
+        .post(&format!("{}/ui/login", browser.base))
+        .header("Origin", "http://evil.example")
+        .send_form([("token", TOKEN_A)])
+        .unwrap();
+    let forged = Browser::answer(forged);
+    assert_eq!(forged.status, 403);
+    assert!(forged.header("set-cookie").is_none(), "no session from a forged sign-in");
+    let css = browser.get("/ui/assets/husk.css");
+    assert_eq!(css.header("cache-control"), Some("public, max-age=3600"), "assets are kept a while");
     let wrong = browser.sign_in("not-a-token");
     assert_eq!(wrong.status, 401);
     assert!(wrong.header("set-cookie").is_none() && wrong.body.contains("Unknown token"));
@@ -173,6 +185,7 @@ fn sign_in_sets_a_strict_http_only_cookie_and_a_tenant_sees_only_its_own() {
 
     let overview = browser.get("/ui");
     assert_eq!(overview.status, 200);
+    assert_eq!(overview.header("cache-control"), Some("no-store"), "pages are never stored");
     assert!(overview.header("content-security-policy").unwrap().contains("script-src 'self'"));
     assert!(overview.body.contains("a-flaky") && overview.body.contains("a-later"));
     assert!(!overview.body.contains("b-flaky"), "another tenant's topic is not shown");

@@ -82,13 +82,27 @@ async fn secure_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // `same-origin`, not `no-referrer`: with no referrer, browsers send
+    // `Origin: null` on this site's own form posts, and the sign-in checks it.
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    // Pages are never stored; the assets say how long they keep.
+    headers.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
     response
 }
 
+/// A stylesheet or script of the binary, kept by the browser for an hour.
 fn asset(body: &'static str, kind: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, kind)], body).into_response()
+    ([(header::CONTENT_TYPE, kind), (header::CACHE_CONTROL, "public, max-age=3600")], body).into_response()
+}
+
+/// Whether a form post comes from a page of this server: its `Origin`, when
+/// the browser sends one, names the host the request was sent to.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else { return true };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    let origin = origin.to_str().unwrap_or_default();
+    let origin = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+    !host.is_empty() && origin == Some(host)
 }
 
 /// A page or a refusal.
@@ -183,7 +197,12 @@ struct Login {
     token: String,
 }
 
-async fn login(State(ui): State<Arc<Ui>>, Form(form): Form<Login>) -> Page {
+async fn login(State(ui): State<Arc<Ui>>, headers: HeaderMap, Form(form): Form<Login>) -> Page {
+    // A sign-in posted from another site would put this browser in the
+    // poster's session (login CSRF).
+    if !same_origin(&headers) {
+        return Err(refusal(StatusCode::FORBIDDEN, "Sign in from this server's own page."));
+    }
     let Some(principal) = ui.api.tenants().principal(form.token.trim()) else {
         return Err(Refusal::Page(StatusCode::UNAUTHORIZED, pages::login(Some("Unknown token."))));
     };
