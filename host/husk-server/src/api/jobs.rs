@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use bytesize::ByteSize;
 
 use super::{Api, ApiError, Caller, blocking, read_body};
-use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
+use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, RetryIncidentResult};
 
 /// The header carrying an idempotency key.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -188,18 +188,7 @@ pub(super) async fn list(
     };
     let limit = query.limit.unwrap_or(100).min(10_000);
     blocking(move || {
-        let mut jobs = Vec::new();
-        for topic in topics {
-            let filter = ListFilter {
-                topic: Some(topic),
-                state: query.state,
-                limit: Some(limit),
-                before: query.before.map(JobId),
-            };
-            jobs.extend(api.host.dispatcher().store().list(&filter)?);
-        }
-        jobs.sort_by_key(|job| std::cmp::Reverse(job.id));
-        jobs.truncate(limit);
+        let jobs = api.list_jobs(topics, query.state, limit, query.before.map(JobId))?;
         Ok(Json(json!({ "jobs": jobs })))
     })
     .await

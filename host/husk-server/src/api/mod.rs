@@ -31,6 +31,7 @@ pub use outcomes::OutcomeFeed;
 use crate::metrics::Metrics;
 use crate::tokens::Tenants;
 use husk::host::Host;
+use husk::store::{JobId, JobRecord, JobState, ListFilter, StoreError};
 
 /// Limits of request bodies.
 #[derive(Debug, Clone, Copy)]
@@ -88,6 +89,25 @@ impl Api {
     /// Limits of request bodies.
     pub(crate) fn limits(&self) -> BodyLimits {
         self.limits
+    }
+
+    /// Jobs of `topics` (a listing per topic, merged), newest first, at
+    /// most `limit`, only in `state` and older than `before` if given.
+    pub(crate) fn list_jobs(
+        &self,
+        topics: Vec<String>,
+        state: Option<JobState>,
+        limit: usize,
+        before: Option<JobId>,
+    ) -> Result<Vec<JobRecord>, StoreError> {
+        let mut jobs = Vec::new();
+        for topic in topics {
+            let filter = ListFilter { topic: Some(topic), state, limit: Some(limit), before };
+            jobs.extend(self.host.dispatcher().store().list(&filter)?);
+        }
+        jobs.sort_by_key(|job| std::cmp::Reverse(job.id));
+        jobs.truncate(limit);
+        Ok(jobs)
     }
 
     /// The tenant owning `topic`, if it is `tenant`: anything else reads as

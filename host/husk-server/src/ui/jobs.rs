@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 
-use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
+use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, RetryIncidentResult};
 
 use super::{Csrf, Page, Refusal, Session, Ui, blocking, changing, pages, refusal, signed_in, store_failed};
 
@@ -47,17 +47,8 @@ async fn listed(ui: &Arc<Ui>, session: &Session, filter: &JobFilter) -> Result<(
         topic => return Err(refusal(StatusCode::NOT_FOUND, &format!("no topic `{topic}`"))),
     };
     let ui = ui.clone();
-    let listed = blocking(move || {
-        let mut jobs = Vec::new();
-        for topic in topics {
-            let filter = ListFilter { topic: Some(topic), state, limit: Some(pages::JOBS_PER_PAGE), before };
-            jobs.extend(ui.api.host().dispatcher().store().list(&filter).map_err(store_failed)?);
-        }
-        jobs.sort_by_key(|job| std::cmp::Reverse(job.id));
-        jobs.truncate(pages::JOBS_PER_PAGE);
-        Ok(jobs)
-    })
-    .await?;
+    let listed =
+        blocking(move || ui.api.list_jobs(topics, state, pages::JOBS_PER_PAGE, before).map_err(store_failed)).await?;
     Ok((visible, listed))
 }
 

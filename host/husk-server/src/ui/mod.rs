@@ -287,10 +287,17 @@ async fn overview_fragment(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Pag
 /// The session of a state-changing request: signed in, with the session's
 /// CSRF token, and allowed to change things.
 fn changing(ui: &Ui, headers: &HeaderMap, csrf: &str) -> Result<Session, Refusal> {
-    let session = signed_in(ui, headers)?;
+    let session = may_change(ui, headers)?;
     if !session::csrf_matches(&session, csrf) {
         return Err(refusal(StatusCode::FORBIDDEN, "This form has expired: reload the page and try again."));
     }
+    Ok(session)
+}
+
+/// The request's session if it is signed in and may change things (its
+/// CSRF token not checked yet: see [`changing`]).
+fn may_change(ui: &Ui, headers: &HeaderMap) -> Result<Session, Refusal> {
+    let session = signed_in(ui, headers)?;
     if session.principal.read_only {
         return Err(refusal(StatusCode::FORBIDDEN, "This session may look but not change anything."));
     }

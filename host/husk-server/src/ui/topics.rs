@@ -11,7 +11,7 @@ use serde::Deserialize;
 use husk::host::PluginSource;
 use husk::versions::Origin;
 
-use super::{Csrf, Page, Refusal, Ui, blocking, by, changing, pages, refusal, signed_in, store_failed};
+use super::{Csrf, Page, Refusal, Ui, blocking, by, changing, may_change, pages, refusal, signed_in, store_failed};
 
 /// A topic's page: its versions (roll back to any), a component to upload,
 /// pause or resume.
@@ -96,10 +96,7 @@ pub(super) async fn deploy(
     // Who asks, before the component is read: no one signed out, or only
     // allowed to look, gets to send megabytes. (Its CSRF token is in the
     // form, checked once read.)
-    let asking = signed_in(&ui, &headers)?;
-    if asking.principal.read_only {
-        return Err(refusal(StatusCode::FORBIDDEN, "This session may look but not change anything."));
-    }
+    let asking = may_change(&ui, &headers)?;
     ui.topic_of(&asking, &topic)?;
     let bad = |e: &dyn std::fmt::Display| refusal(StatusCode::BAD_REQUEST, &format!("cannot read the form: {e}"));
     let (mut csrf, mut component) = (None, None);
