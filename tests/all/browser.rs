@@ -205,7 +205,10 @@ fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
         // The job list, open before the job exists, shows it as it fails,
         // without a reload.
         browser.goto(&format!("{}/ui/jobs?topic=a-quote", server.url)).await.unwrap();
-        browser.execute("window.husk_marker = 2", vec![]).await.unwrap();
+        // Counts the server-sent events htmx hands the list.
+        let listen = "window.husk_marker = 2; window.husk_sse = 0; \
+                      document.body.addEventListener('htmx:sseMessage', () => { window.husk_sse += 1; });";
+        browser.execute(listen, vec![]).await.unwrap();
         assert!(browser.find(Locator::Css("#jobs tbody")).await.is_ok(), "the job list");
         assert!(text(&browser, "#jobs tbody").await.is_empty());
         let input = json!({"amount": 120, "currency": "USD"});
@@ -216,10 +219,14 @@ fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
         .await;
         let same_page: Value = browser.execute("return window.husk_marker === 2", vec![]).await.unwrap();
         assert_eq!(same_page, json!(true), "the list refreshed in place");
+        let heard: Value = browser.execute("return window.husk_sse", vec![]).await.unwrap();
+        assert!(heard.as_u64().is_some_and(|n| n >= 1), "the outcome came as a server-sent event: {heard}");
         screenshot(&browser, "jobs").await;
         browser.find(Locator::LinkText(&id.to_string())).await.unwrap().click().await.unwrap();
         eventually("the job's page", || async { text(&browser, "h1").await == format!("Job {id}") }).await;
-        assert!(text(&browser, "ul.attempts").await.contains("quote.rates-unavailable"), "attempt 1's fault");
+        let attempts = text(&browser, "ul.attempts").await;
+        assert!(attempts.contains("quote.rates-unavailable"), "attempt 1's fault: {attempts}");
+        assert!(attempts.contains(" started ") && attempts.contains(", ran "), "its start and length: {attempts}");
         assert_eq!(text(&browser, "#outcome-kind").await.split_whitespace().next(), Some("failed"));
         screenshot(&browser, "job-failed").await;
 

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use husk::retry::RetryPolicySpec;
-use husk::store::{FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported};
+use husk::store::{AttemptRun, FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported};
 use husk_sqlite::{Durability, SqliteStore};
 
 const CHILD_ENV: &str = "HUSK_CRASH_CHILD_DB";
@@ -81,7 +81,7 @@ fn crash_child() {
         let reports = fetched
             .jobs
             .iter()
-            .map(|j| (j.lock, Report::Completed { output: b"1".to_vec(), plugin_version: None }))
+            .map(|j| (j.lock, Report::Completed { output: b"1".to_vec(), run: AttemptRun::default() }))
             .collect();
         for reported in store.report(reports, now()).unwrap() {
             if let Reported::Ended(outcome) = reported {

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use husk::outcome::Outcome;
 use husk::retry::RetryPolicySpec;
 use husk::store::sql::SCHEMA_VERSION;
-use husk::store::{Enqueued, FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported};
+use husk::store::{AttemptRun, Enqueued, FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported};
 use husk_sqlite::{Durability, SqliteStore};
 
 const SQLITE_1: &str = include_str!("schema/sqlite-1.sql");
@@ -60,7 +60,10 @@ fn check_upgraded(store: &dyn JobStore) {
     let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
     let job = store.fetch_and_lock(request, now()).unwrap().jobs.remove(0);
     assert_eq!(job.id(), QUEUED, "the old job first");
-    let done = Report::Completed { output: b"1".to_vec(), plugin_version: Some("v2".into()) };
+    let done = Report::Completed {
+        output: b"1".to_vec(),
+        run: AttemptRun { plugin_version: Some("v2".into()), ..AttemptRun::default() },
+    };
     assert!(matches!(store.report(vec![(job.lock, done)], now()).unwrap()[0], Reported::Ended(_)));
     let attempts = store.get(QUEUED).unwrap().unwrap().attempts;
     assert_eq!(

@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime};
 use husk::fault::Fault;
 use husk::outcome::Outcome;
 use husk::retry::RetryPolicySpec;
-use husk::store::{Enqueued, FetchRequest, JobId, JobState, JobStore, MemoryStore, NewJob, Report, Reported};
+use husk::store::{
+    AttemptRun, Enqueued, FetchRequest, JobId, JobState, JobStore, MemoryStore, NewJob, Report, Reported,
+};
 use husk_sqlite::{Durability, SqliteStore};
 
 const T0: Duration = Duration::from_secs(1_000_000);
@@ -28,7 +30,7 @@ fn run_to_end(store: &dyn JobStore, topic: &str, outcome: Outcome) -> JobId {
     let fetched = store.fetch_and_lock(request, now()).unwrap();
     let lock = fetched.jobs[0].lock;
     assert!(matches!(
-        store.report(vec![(lock, Report::End { outcome, plugin_version: None })], now()).unwrap()[0],
+        store.report(vec![(lock, Report::End { outcome, run: AttemptRun::default() })], now()).unwrap()[0],
         Reported::Ended(_)
     ));
     id

@@ -32,6 +32,7 @@ tenant = "a"
 plugin = "{flaky}"
 workers = 1
 retry = {{ kind = "none" }}
+fuel = 100_000_000
 
 [topics.a-later]
 tenant = "a"
@@ -383,4 +384,106 @@ fn the_job_list_pages_back_through_older_jobs() {
     assert!(rest.iter().all(|id| *id < newest[99]), "older ones only");
     assert!(!second.body.contains(r#"id="older""#), "nothing older left");
     assert!(second.body.contains("Newest"));
+}
+
+#[test]
+fn the_job_list_filters_by_outcome_time_and_fault_code_and_a_jobs_page_shows_each_runs_timing() {
+    let server = Server::start(&config());
+    let done = ended_job(&server, "a-flaky", &json!({"succeed_on_attempt": 1}));
+    let failed = ended_job(&server, "a-flaky", &json!({"succeed_on_attempt": "never"}));
+    let client = server.client(Some(TOKEN_A));
+    let gated = enqueue(&client, "a-later", &json!({"succeed_on_attempt": 9})).unwrap()["id"].as_u64().unwrap();
+    server.wait_until("the job waits for its retry", |s| {
+        s.client(Some(TOKEN_A)).get(&format!("/v1/jobs/{gated}")).unwrap()["state"] == "gated"
+    });
+    let mut browser = Browser::new(&server);
+    browser.sign_in(TOKEN_A);
+    let ids_on = |path: &str| -> Vec<u64> {
+        let page = browser.get(path);
+        assert_eq!(page.status, 200, "{path}: {}", page.body);
+        page.body
+            .split(r#"<td class="n"><a href="/ui/jobs/"#)
+            .skip(1)
+            .map(|r| r.split('"').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    assert_eq!(ids_on("/ui/jobs"), vec![gated, failed, done]);
+    assert_eq!(ids_on("/ui/jobs?outcome=failed"), vec![failed]);
+    assert_eq!(ids_on("/ui/jobs?outcome=completed"), vec![done]);
+    assert_eq!(ids_on("/ui/jobs?fault=unavailable"), vec![gated], "the gated job's last fault");
+    assert_eq!(ids_on("/ui/jobs?fault=unavailable&outcome=failed"), Vec::<u64>::new());
+    assert_eq!(ids_on("/ui/jobs?topic=a-flaky&state=terminal"), vec![failed, done]);
+    assert_eq!(ids_on("/ui/jobs?from=2000-01-01T00%3A00&to=2999-01-01T00%3A00"), vec![gated, failed, done]);
+    assert_eq!(ids_on("/ui/jobs?to=2000-01-01T00%3A00"), Vec::<u64>::new(), "nothing enqueued before 2000");
+    assert_eq!(ids_on("/ui/jobs?from=2999-01-01T00%3A00%3A00Z"), Vec::<u64>::new());
+    // The refresh keeps the filter.
+    let page = browser.get("/ui/jobs?outcome=failed&fault=x");
+    assert!(page.body.contains(r#"hx-get="/ui/jobs/rows?outcome=failed&amp;fault=x""#), "{}", page.body);
+    assert!(page.body.contains(r#"<option value="failed" selected>"#), "the form shows the filter");
+    for bad in ["/ui/jobs?outcome=exploded", "/ui/jobs?from=yesterday", "/ui/jobs?state=asleep"] {
+        let refused = browser.get(bad);
+        assert_eq!(refused.status, 400, "{bad}");
+    }
+    // The API takes the same filters.
+    let listed = client.get("/v1/jobs?outcome=failed").unwrap();
+    let ids: Vec<u64> = listed["jobs"].as_array().unwrap().iter().map(|j| j["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, vec![failed]);
+    let listed = client.get("/v1/jobs?fault_code=unavailable&enqueued_after=2000-01-01T00:00:00Z").unwrap();
+    let ids: Vec<u64> = listed["jobs"].as_array().unwrap().iter().map(|j| j["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, vec![gated]);
+    let (status, _) = crate::api::refusal(client.get("/v1/jobs?enqueued_before=soon"));
+    assert_eq!(status, 400);
+
+    // A job's page: each attempt's start, how long it ran and its fuel.
+    let page = browser.get(&format!("/ui/jobs/{done}"));
+    for part in [r#"<span class="started">"#, r#"<span class="duration">"#, r#"<span class="fuel">"#] {
+        assert!(page.body.contains(part), "{part} on the page:\n{}", page.body);
+    }
+    let record = client.get(&format!("/v1/jobs/{done}")).unwrap();
+    let attempt = &record["attempts"][0];
+    assert!(attempt["fuel"].as_u64().unwrap() > 0, "fuel was burnt: {attempt}");
+    assert!(attempt["started_at"].as_u64().unwrap() <= attempt["finished_at"].as_u64().unwrap(), "{attempt}");
+    assert!(attempt["duration_us"].as_u64().is_some(), "{attempt}");
+}
+
+#[test]
+fn a_pages_event_stream_tells_of_its_own_topics_outcomes_only() {
+    use std::io::BufRead;
+    let server = Server::start(&config());
+    let mut browser = Browser::new(&server);
+    assert_eq!(browser.get("/ui/events").status, 303, "signed out: no stream");
+    browser.sign_in(TOKEN_A);
+    let page = browser.get("/ui/jobs");
+    assert!(page.body.contains(r#"sse-connect="/ui/events""#) && page.body.contains(r#"hx-trigger="sse:outcomes"#));
+    // A stream that must hear within the timeout, or the test fails.
+    let agent =
+        ureq::Agent::config_builder().timeout_global(Some(std::time::Duration::from_secs(60))).build().new_agent();
+    let stream = agent
+        .get(&format!("{}/ui/events", server.url))
+        .header("Cookie", browser.cookie.as_deref().unwrap())
+        .call()
+        .unwrap();
+    assert_eq!(stream.headers().get("content-type").unwrap(), "text/event-stream");
+    let mut lines = std::io::BufReader::new(stream.into_body().into_reader()).lines();
+    // Tenant b's outcome first: a's stream must not count it.
+    let b_client = server.client(Some(TOKEN_B));
+    let b_id = enqueue(&b_client, "b-flaky", &json!({"succeed_on_attempt": 1})).unwrap()["id"].as_u64().unwrap();
+    server.wait_until("b's job ends", |s| {
+        s.client(Some(TOKEN_B)).get(&format!("/v1/jobs/{b_id}")).unwrap()["state"] == "terminal"
+    });
+    let items =
+        r#"[{"input":{"succeed_on_attempt":1}},{"input":{"succeed_on_attempt":1}},{"input":{"succeed_on_attempt":1}}]"#;
+    let client = server.client(Some(TOKEN_A));
+    client.post("/v1/topics/a-flaky/jobs/batch", Some((items.as_bytes(), "application/json")), &[]).unwrap();
+    let (mut heard, mut events) = (0, 0);
+    while heard < 3 {
+        let line = lines.next().expect("the stream goes on").expect("an event before the timeout");
+        if line == "event: outcomes" {
+            events += 1;
+        } else if let Some(count) = line.strip_prefix("data: ") {
+            heard += count.parse::<u64>().unwrap();
+        }
+    }
+    assert_eq!(heard, 3, "a's three outcomes, none of b's ({events} event(s))");
+    assert!(events <= 3);
 }

@@ -324,12 +324,21 @@ mod tests {
     pub(crate) fn a_record_written_behind_the_rows_attempt_reads_back_whole() {
         let finished_at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
         let fault = Fault::new("x.y", b"body with \0 and \"quotes\"".to_vec());
-        let record = AttemptRecord { attempt: 7, plugin_version: Some("abc".into()), fault: Some(fault), finished_at };
+        let record = AttemptRecord {
+            attempt: 7,
+            plugin_version: Some("abc".into()),
+            fault: Some(fault),
+            finished_at,
+            started_at: Some(finished_at - Duration::from_millis(5)),
+            duration_us: Some(4_321),
+            fuel: Some(99),
+        };
         let written = format!(r#"{{"attempt":{},{}"#, 7, members_but_attempt(&record));
         let read: AttemptRecord = serde_json::from_str(&written).unwrap();
         // Exactly what the record written whole reads back as.
         let whole: AttemptRecord = serde_json::from_str(&super::to_json(&record)).unwrap();
         assert_eq!(read, whole);
+        assert_eq!((read.started_at, read.duration_us, read.fuel), (record.started_at, Some(4_321), Some(99)));
         assert_eq!((read.attempt, read.fault.unwrap().code), (7, "x.y".to_owned()));
     }
 }

@@ -234,24 +234,35 @@ impl JobStore for PostgresStore {
             JobState::Running => RUNNING,
             JobState::Terminal => -1,
         });
+        let after = filter.enqueued_after.map(millis);
+        let until = filter.enqueued_before.map(millis);
+        let code = filter.fault_code.as_deref();
         self.run("list", |tx| {
             let mut ids: Vec<i64> = Vec::new();
-            if state != Some(-1) {
+            if !filter.ended_only() {
                 let rows = tx.query(
                     "SELECT id FROM husk_jobs WHERE ($1::text IS NULL OR topic = $1)
                      AND ($2::bigint IS NULL OR state = $2) AND ($4::bigint IS NULL OR id < $4)
+                     AND ($5::bigint IS NULL OR enqueued_at >= $5) AND ($6::bigint IS NULL OR enqueued_at < $6)
+                     AND ($7::text IS NULL OR strpos(last_fault::json ->> 'code', $7) > 0)
                      ORDER BY id DESC LIMIT $3",
-                    &[&filter.topic, &state, &limit, &before],
+                    &[&filter.topic, &state, &limit, &before, &after, &until, &code],
                 )?;
                 ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
             }
             if state.is_none_or(|s| s == -1) {
+                // A job's latest outcome only (a retried incident has several).
+                let kind = filter.outcome.map(|k| k.as_str());
                 let rows = tx.query(
-                    "SELECT DISTINCT job_id FROM husk_outcomes o WHERE ($1::text IS NULL OR topic = $1)
+                    "SELECT job_id FROM husk_outcomes o WHERE ($1::text IS NULL OR topic = $1)
                      AND ($3::bigint IS NULL OR job_id < $3)
                      AND NOT EXISTS (SELECT 1 FROM husk_jobs j WHERE j.id = o.job_id)
+                     AND seq = (SELECT max(seq) FROM husk_outcomes l WHERE l.job_id = o.job_id)
+                     AND ($4::text IS NULL OR outcome::json ->> 'kind' = $4)
+                     AND ($5::bigint IS NULL OR enqueued_at >= $5) AND ($6::bigint IS NULL OR enqueued_at < $6)
+                     AND ($7::text IS NULL OR strpos(last_fault::json ->> 'code', $7) > 0)
                      ORDER BY job_id DESC LIMIT $2",
-                    &[&filter.topic, &limit, &before],
+                    &[&filter.topic, &limit, &before, &kind, &after, &until, &code],
                 )?;
                 ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
             }

@@ -348,24 +348,40 @@ impl JobStore for SqliteStore {
             JobState::Running => RUNNING,
             JobState::Terminal => -1,
         });
-        let live_ids: Vec<i64> = if state == Some(-1) {
+        let after = filter.enqueued_after.map(millis);
+        let until = filter.enqueued_before.map(millis);
+        let code = filter.fault_code.as_deref();
+        let live_ids: Vec<i64> = if filter.ended_only() {
             Vec::new()
         } else {
             conn.prepare_cached(
                 "SELECT id FROM jobs WHERE (?1 IS NULL OR topic = ?1) AND (?2 IS NULL OR state = ?2)
-                 AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?3",
+                 AND (?4 IS NULL OR id < ?4) AND (?5 IS NULL OR enqueued_at >= ?5) AND (?6 IS NULL OR enqueued_at < ?6)
+                 AND (?7 IS NULL OR instr(json_extract(last_fault, '$.code'), ?7) > 0)
+                 ORDER BY id DESC LIMIT ?3",
             )
-            .and_then(|mut s| s.query_map(params![filter.topic, state, limit, before], |r| r.get(0))?.collect())
+            .and_then(|mut s| {
+                s.query_map(params![filter.topic, state, limit, before, after, until, code], |r| r.get(0))?.collect()
+            })
             .map_err(self.err("list"))?
         };
         let ended_ids: Vec<i64> = if state.is_some_and(|s| s != -1) {
             Vec::new()
         } else {
+            // A job's latest outcome only (a retried incident has several).
             conn.prepare_cached(
-                "SELECT DISTINCT job_id FROM outcomes WHERE (?1 IS NULL OR topic = ?1) AND (?3 IS NULL OR job_id < ?3)
-                 AND job_id NOT IN (SELECT id FROM jobs) ORDER BY job_id DESC LIMIT ?2",
+                "SELECT job_id FROM outcomes o WHERE (?1 IS NULL OR topic = ?1) AND (?3 IS NULL OR job_id < ?3)
+                 AND job_id NOT IN (SELECT id FROM jobs)
+                 AND seq = (SELECT max(seq) FROM outcomes l WHERE l.job_id = o.job_id)
+                 AND (?4 IS NULL OR json_extract(outcome, '$.kind') = ?4)
+                 AND (?5 IS NULL OR enqueued_at >= ?5) AND (?6 IS NULL OR enqueued_at < ?6)
+                 AND (?7 IS NULL OR instr(json_extract(last_fault, '$.code'), ?7) > 0)
+                 ORDER BY job_id DESC LIMIT ?2",
             )
-            .and_then(|mut s| s.query_map(params![filter.topic, limit, before], |r| r.get(0))?.collect())
+            .and_then(|mut s| {
+                let kind = filter.outcome.map(|k| k.as_str());
+                s.query_map(params![filter.topic, limit, before, kind, after, until, code], |r| r.get(0))?.collect()
+            })
             .map_err(self.err("list"))?
         };
         let mut ids: Vec<i64> = live_ids.into_iter().chain(ended_ids).collect();

@@ -57,13 +57,64 @@ impl Outcome {
     /// A short name of the kind of outcome: `completed`, `business-error`,
     /// `business-status`, `failed` or `cancelled`.
     pub fn kind(&self) -> &'static str {
+        self.outcome_kind().as_str()
+    }
+
+    /// The kind of outcome.
+    pub fn outcome_kind(&self) -> OutcomeKind {
         match self {
-            Outcome::Completed { .. } => "completed",
-            Outcome::BusinessError { .. } => "business-error",
-            Outcome::BusinessStatus { .. } => "business-status",
-            Outcome::Failed { .. } => "failed",
-            Outcome::Cancelled => "cancelled",
+            Outcome::Completed { .. } => OutcomeKind::Completed,
+            Outcome::BusinessError { .. } => OutcomeKind::BusinessError,
+            Outcome::BusinessStatus { .. } => OutcomeKind::BusinessStatus,
+            Outcome::Failed { .. } => OutcomeKind::Failed,
+            Outcome::Cancelled => OutcomeKind::Cancelled,
         }
+    }
+}
+
+/// The kinds of [`Outcome`], without their data (a filter's choice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutcomeKind {
+    /// [`Outcome::Completed`].
+    Completed,
+    /// [`Outcome::BusinessError`].
+    BusinessError,
+    /// [`Outcome::BusinessStatus`].
+    BusinessStatus,
+    /// [`Outcome::Failed`].
+    Failed,
+    /// [`Outcome::Cancelled`].
+    Cancelled,
+}
+
+impl OutcomeKind {
+    /// Every kind, in the order the dashboard shows them.
+    pub const ALL: [OutcomeKind; 5] = [
+        OutcomeKind::Completed,
+        OutcomeKind::BusinessError,
+        OutcomeKind::BusinessStatus,
+        OutcomeKind::Failed,
+        OutcomeKind::Cancelled,
+    ];
+
+    /// Its name, as an outcome's `kind` field writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Completed => "completed",
+            OutcomeKind::BusinessError => "business-error",
+            OutcomeKind::BusinessStatus => "business-status",
+            OutcomeKind::Failed => "failed",
+            OutcomeKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::str::FromStr for OutcomeKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text).ok_or_else(|| format!("unknown outcome `{text}`"))
     }
 }
 

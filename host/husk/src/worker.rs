@@ -17,7 +17,7 @@ use crate::dispatch::{Dispatcher, Pending};
 use crate::plugin::Plugin;
 use crate::quota::ConcurrencyGate;
 use crate::sandbox::{CancelToken, Ending, Job, Kill, Limits, Sandbox};
-use crate::store::{FetchRequest, Lock, LockedJob, Report, Reported};
+use crate::store::{AttemptRun, FetchRequest, Lock, LockedJob, Report, Reported};
 
 /// What a handler made of one job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -398,6 +398,7 @@ impl Worker {
                     continue;
                 }
                 let guard = self.dispatcher.running(job.id());
+                let started_at = self.dispatcher.clock().now();
                 let span = tracing::debug_span!("job", job.id = %job.id(), topic = %job.topic, attempt = job.attempt);
                 let handled = span.in_scope(|| Self::run_one(handler, job, guard.token()));
                 if let Some(code) = handled.killed() {
@@ -410,7 +411,13 @@ impl Worker {
                     // Interrupted at the end of a shutdown's grace period.
                     Report::Release
                 } else {
-                    self.dispatcher.judge(job, handled.ending, handled.elapsed, handled.plugin_version.as_deref())
+                    let run = AttemptRun {
+                        plugin_version: handled.plugin_version,
+                        started_at: Some(started_at),
+                        duration: Some(handled.elapsed),
+                        fuel: handled.fuel_consumed,
+                    };
+                    self.dispatcher.judge(job, handled.ending, run)
                 };
                 reports.push((job.lock, report));
                 guards.push(guard);

@@ -2,6 +2,7 @@
 //! their retry.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::Json;
 use axum::body::Body;
@@ -15,7 +16,8 @@ use serde_json::{Value, json};
 use bytesize::ByteSize;
 
 use super::{Api, ApiError, Caller, blocking, read_body};
-use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, RetryIncidentResult};
+use husk::outcome::OutcomeKind;
+use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
 
 /// The header carrying an idempotency key.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -166,13 +168,28 @@ pub(super) async fn cancel(
 pub(super) struct ListQuery {
     topic: Option<String>,
     state: Option<JobState>,
+    outcome: Option<OutcomeKind>,
+    enqueued_after: Option<String>,
+    enqueued_before: Option<String>,
+    fault_code: Option<String>,
     limit: Option<usize>,
     before: Option<u64>,
 }
 
-/// `GET /v1/jobs?topic=&state=&limit=&before=`: the tenant's jobs, newest
-/// first (default limit 100), older than job `before` if given (the next
-/// page).
+/// A time in a query: RFC 3339 in UTC, seconds and zone optional
+/// (`2026-12-03T08:30`, `2026-12-03T08:30:15Z`), as a `datetime-local`
+/// input sends it.
+pub(crate) fn parse_time(text: &str) -> Result<SystemTime, String> {
+    let text = text.trim();
+    let whole = if text.len() == 16 { format!("{text}:00") } else { text.to_owned() };
+    humantime::parse_rfc3339_weak(&whole).map_err(|e| format!("`{text}` is not a time like 2026-12-03T08:30:00Z: {e}"))
+}
+
+/// `GET /v1/jobs?topic=&state=&outcome=&enqueued_after=&enqueued_before=&fault_code=&limit=&before=`:
+/// the tenant's jobs, newest first (default limit 100), older than job
+/// `before` if given (the next page); `outcome` is a kind (`completed`,
+/// `failed`, …), the times RFC 3339 (after inclusive, before exclusive),
+/// `fault_code` text the last fault's code contains.
 pub(super) async fn list(
     State(api): State<Arc<Api>>,
     caller: Caller,
@@ -186,9 +203,21 @@ pub(super) async fn list(
         }
         None => api.topics_of(&caller.tenant),
     };
-    let limit = query.limit.unwrap_or(100).min(10_000);
+    let time = |name: &str, text: &Option<String>| {
+        text.as_deref().map(parse_time).transpose().map_err(|e| ApiError::bad_request(format!("{name}: {e}")))
+    };
+    let filter = ListFilter {
+        state: query.state,
+        outcome: query.outcome,
+        enqueued_after: time("enqueued_after", &query.enqueued_after)?,
+        enqueued_before: time("enqueued_before", &query.enqueued_before)?,
+        fault_code: query.fault_code.filter(|code| !code.is_empty()),
+        limit: Some(query.limit.unwrap_or(100).min(10_000)),
+        before: query.before.map(JobId),
+        topic: None,
+    };
     blocking(move || {
-        let jobs = api.list_jobs(topics, query.state, limit, query.before.map(JobId))?;
+        let jobs = api.list_jobs(topics, filter)?;
         Ok(Json(json!({ "jobs": jobs })))
     })
     .await

@@ -26,12 +26,13 @@ use bytesize::ByteSize;
 use http_body_util::BodyExt;
 
 pub use errors::ApiError;
+pub(crate) use jobs::parse_time;
 pub use outcomes::OutcomeFeed;
 
 use crate::metrics::Metrics;
 use crate::tokens::Tenants;
 use husk::host::Host;
-use husk::store::{JobId, JobRecord, JobState, ListFilter, StoreError};
+use husk::store::{JobRecord, ListFilter, StoreError};
 
 /// Limits of request bodies.
 #[derive(Debug, Clone, Copy)]
@@ -49,7 +50,7 @@ pub struct Api {
     host: Arc<Host>,
     tenants: Tenants,
     metrics: Arc<Metrics>,
-    feed: Arc<OutcomeFeed>,
+    pub(crate) feed: Arc<OutcomeFeed>,
     limits: BodyLimits,
 }
 
@@ -91,18 +92,14 @@ impl Api {
         self.limits
     }
 
-    /// Jobs of `topics` (a listing per topic, merged), newest first, at
-    /// most `limit`, only in `state` and older than `before` if given.
-    pub(crate) fn list_jobs(
-        &self,
-        topics: Vec<String>,
-        state: Option<JobState>,
-        limit: usize,
-        before: Option<JobId>,
-    ) -> Result<Vec<JobRecord>, StoreError> {
+    /// Jobs of `topics` that `filter` selects (a listing per topic, its
+    /// `topic` replaced, merged), newest first, at most `filter.limit`
+    /// (default 100).
+    pub(crate) fn list_jobs(&self, topics: Vec<String>, filter: ListFilter) -> Result<Vec<JobRecord>, StoreError> {
+        let limit = filter.limit.unwrap_or(100);
         let mut jobs = Vec::new();
         for topic in topics {
-            let filter = ListFilter { topic: Some(topic), state, limit: Some(limit), before };
+            let filter = ListFilter { topic: Some(topic), limit: Some(limit), ..filter.clone() };
             jobs.extend(self.host.dispatcher().store().list(&filter)?);
         }
         jobs.sort_by_key(|job| std::cmp::Reverse(job.id));

@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 
 use super::{Api, ApiError, Caller, blocking};
 use husk::outcome::{OutcomeSink, TerminalOutcome};
@@ -24,10 +24,22 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 /// outcome: outcomes of other processes sharing the store arrive this way.
 const RECHECK: Duration = Duration::from_millis(250);
 
-/// Wakes waiting long-polls when this process delivers an outcome.
-#[derive(Debug, Default)]
+/// How many outcomes' topics the dashboard's event streams may fall behind
+/// by before they skip (a skipped stream refreshes anyway).
+const EVENTS_BACKLOG: usize = 1024;
+
+/// Wakes waiting long-polls when this process delivers an outcome, and
+/// tells the dashboard's event streams the topic of each.
+#[derive(Debug)]
 pub struct OutcomeFeed {
     notify: Notify,
+    topics: broadcast::Sender<Arc<str>>,
+}
+
+impl Default for OutcomeFeed {
+    fn default() -> Self {
+        Self { notify: Notify::new(), topics: broadcast::channel(EVENTS_BACKLOG).0 }
+    }
 }
 
 impl OutcomeFeed {
@@ -35,11 +47,22 @@ impl OutcomeFeed {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// The topics of the outcomes this process delivers from now on, one
+    /// message per outcome (a receiver that falls behind is told it
+    /// lagged).
+    pub(crate) fn topics(&self) -> broadcast::Receiver<Arc<str>> {
+        self.topics.subscribe()
+    }
 }
 
 impl OutcomeSink for OutcomeFeed {
-    fn deliver(&self, _outcome: &TerminalOutcome) {
+    fn deliver(&self, outcome: &TerminalOutcome) {
         self.notify.notify_waiters();
+        // Nothing to allocate while no dashboard page is open.
+        if self.topics.receiver_count() > 0 {
+            let _ = self.topics.send(outcome.topic.as_str().into());
+        }
     }
 }
 

@@ -8,38 +8,103 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 
-use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, RetryIncidentResult};
+use husk::outcome::OutcomeKind;
+use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
+
+use crate::api::parse_time;
 
 use super::{Csrf, Page, Refusal, Session, Ui, blocking, changing, pages, refusal, signed_in, store_failed};
 
-/// The job list's filters.
+/// The job list's filters, as its form and links send them ("" for
+/// none).
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct JobFilter {
-    /// Only this topic ("" for all).
+    /// Only this topic.
     #[serde(default)]
     pub(crate) topic: String,
-    /// Only this state ("" for all).
+    /// Only this state.
     #[serde(default)]
     pub(crate) state: String,
+    /// Only ended jobs with this kind of outcome.
+    #[serde(default)]
+    pub(crate) outcome: String,
+    /// Only jobs enqueued at or after this time (UTC, as a
+    /// `datetime-local` input sends it).
+    #[serde(default)]
+    pub(crate) from: String,
+    /// Only jobs enqueued before this time (UTC).
+    #[serde(default)]
+    pub(crate) to: String,
+    /// Only jobs whose last fault's code contains this text.
+    #[serde(default)]
+    pub(crate) fault: String,
     /// Only jobs older than this id ("" for the newest): the next page.
     #[serde(default)]
     pub(crate) before: String,
 }
 
+impl JobFilter {
+    /// The filter as a URL's query, paging before job `before` ("" for
+    /// the newest).
+    pub(crate) fn query(&self, before: &str) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        let fields = [
+            ("topic", &self.topic),
+            ("state", &self.state),
+            ("outcome", &self.outcome),
+            ("from", &self.from),
+            ("to", &self.to),
+            ("fault", &self.fault),
+        ];
+        for (name, value) in fields.into_iter().filter(|(_, value)| !value.is_empty()) {
+            query.append_pair(name, value);
+        }
+        if !before.is_empty() {
+            query.append_pair("before", before);
+        }
+        query.finish()
+    }
+
+    /// The store's filter (its topic left to the caller), or why the form's
+    /// values are refused.
+    fn to_list_filter(&self) -> Result<ListFilter, Refusal> {
+        let bad = |text: String| refusal(StatusCode::BAD_REQUEST, &text);
+        let state = match self.state.as_str() {
+            "" => None,
+            text => Some(
+                serde_json::from_value::<JobState>(serde_json::Value::String(text.to_owned()))
+                    .map_err(|_| bad(format!("unknown state `{text}`")))?,
+            ),
+        };
+        let outcome = match self.outcome.as_str() {
+            "" => None,
+            text => Some(text.parse::<OutcomeKind>().map_err(bad)?),
+        };
+        let time = |text: &str| match text {
+            "" => Ok(None),
+            text => parse_time(text).map(Some).map_err(bad),
+        };
+        let before = match self.before.as_str() {
+            "" => None,
+            id => Some(parse_id(id)?),
+        };
+        Ok(ListFilter {
+            topic: None,
+            state,
+            outcome,
+            enqueued_after: time(&self.from)?,
+            enqueued_before: time(&self.to)?,
+            fault_code: Some(self.fault.trim().to_owned()).filter(|code| !code.is_empty()),
+            limit: Some(pages::JOBS_PER_PAGE),
+            before,
+        })
+    }
+}
+
 /// The jobs `session` sees that `filter` selects (newest first, at most a
 /// page), and the topics it sees.
 async fn listed(ui: &Arc<Ui>, session: &Session, filter: &JobFilter) -> Result<(Vec<String>, Vec<JobRecord>), Refusal> {
-    let state = match filter.state.as_str() {
-        "" => None,
-        text => Some(
-            serde_json::from_value::<JobState>(serde_json::Value::String(text.to_owned()))
-                .map_err(|_| refusal(StatusCode::BAD_REQUEST, &format!("unknown state `{text}`")))?,
-        ),
-    };
-    let before = match filter.before.as_str() {
-        "" => None,
-        id => Some(parse_id(id)?),
-    };
+    let list_filter = filter.to_list_filter()?;
     let visible = ui.topics_of(session);
     let topics = match filter.topic.as_str() {
         "" => visible.clone(),
@@ -47,8 +112,7 @@ async fn listed(ui: &Arc<Ui>, session: &Session, filter: &JobFilter) -> Result<(
         topic => return Err(refusal(StatusCode::NOT_FOUND, &format!("no topic `{topic}`"))),
     };
     let ui = ui.clone();
-    let listed =
-        blocking(move || ui.api.list_jobs(topics, state, pages::JOBS_PER_PAGE, before).map_err(store_failed)).await?;
+    let listed = blocking(move || ui.api.list_jobs(topics, list_filter).map_err(store_failed)).await?;
     Ok((visible, listed))
 }
 

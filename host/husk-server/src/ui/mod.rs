@@ -12,6 +12,7 @@
 //! escapes everything rendered from job data, and the pages are served with
 //! a Content-Security-Policy that runs no inline script.
 
+mod events;
 mod incidents;
 mod jobs;
 mod pages;
@@ -39,6 +40,9 @@ pub(crate) use session::{Session, Sessions};
 const CSS: &str = include_str!("../../assets/husk.css");
 /// htmx 2.0.11 (Zero-Clause BSD), as published on npm as `htmx.org`.
 const HTMX: &str = include_str!("../../assets/htmx.min.js");
+/// htmx's server-sent events extension 2.2.4 (Zero-Clause BSD), as
+/// published on npm as `htmx-ext-sse`.
+const HTMX_SSE: &str = include_str!("../../assets/htmx-ext-sse.min.js");
 
 /// No inline script or style, nothing from elsewhere, no framing.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
@@ -59,6 +63,7 @@ pub(crate) fn router(api: Arc<Api>) -> Router {
     Router::new()
         .route("/", get(overview))
         .route("/overview", get(overview_fragment))
+        .route("/events", get(events::events))
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
         .route("/jobs", get(jobs::jobs))
@@ -74,6 +79,7 @@ pub(crate) fn router(api: Arc<Api>) -> Router {
         .route("/topics/{topic}/deploy", post(topics::deploy).layer(DefaultBodyLimit::max(upload_limit)))
         .route("/assets/husk.css", get(|| async { asset(CSS, "text/css; charset=utf-8") }))
         .route("/assets/htmx.min.js", get(|| async { asset(HTMX, "text/javascript; charset=utf-8") }))
+        .route("/assets/htmx-ext-sse.min.js", get(|| async { asset(HTMX_SSE, "text/javascript; charset=utf-8") }))
         .layer(axum::middleware::map_response(secure_headers))
         .with_state(ui)
 }

@@ -215,7 +215,7 @@ mod tests {
     use crate::clock::SystemClock;
     use crate::dispatch::{Dispatcher, TopicPolicy};
     use crate::outcome::{CollectingSink, Outcome};
-    use crate::store::{FetchRequest, JobId, MemoryStore, Report, Reported};
+    use crate::store::{AttemptRun, FetchRequest, JobId, MemoryStore, Report, Reported};
 
     /// Eight threads hand off batches at once: the completer merges them
     /// into shared store calls, and each hand-off is told the results of
@@ -251,7 +251,7 @@ mod tests {
                             .iter()
                             .map(|j| {
                                 let output = j.id().0.to_string().into_bytes();
-                                (j.lock, Report::Completed { output, plugin_version: None })
+                                (j.lock, Report::Completed { output, run: AttemptRun::default() })
                             })
                             .collect();
                         let (told, sink_len) = (told.clone(), sink.clone());

@@ -37,8 +37,8 @@ use crate::quota::ConcurrencyGate;
 use crate::retry::{RetryPolicy, RetryPolicySpec};
 use crate::sandbox::{CancelToken, Ending};
 use crate::store::{
-    CancelResult, Capped, DiscardResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob, Pruned,
-    QueueCap, Report, Reported, Retention, RetryIncidentResult, StoreError, StoreEvents,
+    AttemptRun, CancelResult, Capped, DiscardResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob,
+    Pruned, QueueCap, Report, Reported, Retention, RetryIncidentResult, StoreError, StoreEvents,
 };
 
 /// How a topic's faults are classified and retried.
@@ -343,17 +343,15 @@ impl Dispatcher {
 
     /// Decides what a run's ending means, classifying a fault — the guest's
     /// own, or a kill's reserved one (its body saying the run took
-    /// `elapsed`) — with the topic's mapper. Runs on the caller's thread,
-    /// outside the store. The report carries `plugin_version` to the job's
-    /// attempt history.
-    pub fn judge(&self, job: &LockedJob, ending: Ending, elapsed: Duration, plugin_version: Option<&str>) -> Report {
-        let version = || plugin_version.map(str::to_owned);
-        let end = |outcome: Outcome| Report::End { outcome, plugin_version: version() };
+    /// `run.duration`) — with the topic's mapper. Runs on the caller's
+    /// thread, outside the store. The report carries `run` (version, start,
+    /// duration, fuel) to the job's attempt history.
+    pub fn judge(&self, job: &LockedJob, ending: Ending, run: AttemptRun) -> Report {
         let fault = match ending {
-            Ending::Returned(output) => return Report::Completed { output, plugin_version: version() },
-            Ending::Cancelled => return end(Outcome::Cancelled),
+            Ending::Returned(output) => return Report::Completed { output, run },
+            Ending::Cancelled => return Report::End { outcome: Outcome::Cancelled, run },
             Ending::Fault(fault) => fault,
-            Ending::Killed(kill) => kill.to_fault(elapsed),
+            Ending::Killed(kill) => kill.to_fault(run.duration.unwrap_or_default()),
         };
         let policy = self.topic(&job.topic);
         let classification = classify(policy.as_ref().and_then(|p| p.mapper.as_ref()), &fault);
@@ -362,19 +360,18 @@ impl Dispatcher {
             attempts: job.attempt,
             last_fault: fault,
             diagnostic,
-            plugin_version: version(),
+            plugin_version: run.plugin_version.clone(),
         };
-        match classification {
-            Classification::BusinessError { code, message } => end(Outcome::BusinessError { code, message }),
-            Classification::BusinessStatus { value } => end(Outcome::BusinessStatus { value }),
-            Classification::TechnicalNonRetryable { diagnostic } => end(failed(diagnostic, fault)),
+        let outcome = match classification {
+            Classification::BusinessError { code, message } => Outcome::BusinessError { code, message },
+            Classification::BusinessStatus { value } => Outcome::BusinessStatus { value },
+            Classification::TechnicalNonRetryable { diagnostic } => failed(diagnostic, fault),
             Classification::Technical { diagnostic } => match job.policy.retry(job.attempt, &diagnostic) {
-                Some(backoff) => {
-                    Report::ReArm { fault, not_before: self.clock.now() + backoff, plugin_version: version() }
-                }
-                None => end(failed(diagnostic, fault)),
+                Some(backoff) => return Report::ReArm { fault, not_before: self.clock.now() + backoff, run },
+                None => failed(diagnostic, fault),
             },
-        }
+        };
+        Report::End { outcome, run }
     }
 
     /// Applies reports (each re-validated against its lock by the store)
@@ -417,7 +414,8 @@ impl Dispatcher {
         ending: Ending,
         plugin_version: Option<&str>,
     ) -> Result<Reported, StoreError> {
-        let report = self.judge(job, ending, Duration::ZERO, plugin_version);
+        let run = AttemptRun { plugin_version: plugin_version.map(str::to_owned), ..AttemptRun::default() };
+        let report = self.judge(job, ending, run);
         Ok(self.submit(vec![(job.lock, report)])?.remove(0))
     }
 

@@ -35,7 +35,7 @@ pub use retention::{DiscardResult, Pruned, Retention};
 
 use crate::fault::Fault;
 pub use crate::job::JobId;
-use crate::outcome::{Outcome, TerminalOutcome};
+use crate::outcome::{Outcome, OutcomeKind, TerminalOutcome};
 use crate::retry::RetryPolicySpec;
 use crate::versions::Stamp;
 
@@ -155,6 +155,21 @@ pub struct Fetched {
     pub next_wake: Option<SystemTime>,
 }
 
+/// What the host saw of the run an attempt was, for the job's attempt
+/// history: each part `None` where it is unknown (a native handler's run,
+/// a report made by hand).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttemptRun {
+    /// The plugin version (digest) that ran the attempt.
+    pub plugin_version: Option<String>,
+    /// When the run started.
+    pub started_at: Option<SystemTime>,
+    /// How long it ran.
+    pub duration: Option<Duration>,
+    /// Fuel it consumed, when fuel is metered.
+    pub fuel: Option<u64>,
+}
+
 /// A worker's decision about the job it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Report {
@@ -162,8 +177,8 @@ pub enum Report {
     Completed {
         /// The output.
         output: Vec<u8>,
-        /// The plugin version (digest) that ran the attempt, if known.
-        plugin_version: Option<String>,
+        /// The run that returned it.
+        run: AttemptRun,
     },
     /// A technical fault to retry: re-arm the job for attempt + 1 at
     /// `not_before`.
@@ -172,16 +187,16 @@ pub enum Report {
         fault: Fault,
         /// When the next attempt may run.
         not_before: SystemTime,
-        /// The plugin version (digest) that ran the attempt, if known.
-        plugin_version: Option<String>,
+        /// The run that failed.
+        run: AttemptRun,
     },
     /// Any other terminal outcome (business error or status, `Failed`,
     /// `Cancelled`).
     End {
         /// The outcome.
         outcome: Outcome,
-        /// The plugin version (digest) that ran the attempt, if known.
-        plugin_version: Option<String>,
+        /// The run that ended it.
+        run: AttemptRun,
     },
     /// Give the job back unrun (a graceful shutdown): it is queued again on
     /// the same attempt, which is not spent. A job whose owner asked to
@@ -194,16 +209,16 @@ impl Report {
     /// reported at `now`; `None` for a release, which spends none. (Also
     /// recorded when a cancel overrides the report: the attempt ran.)
     pub fn attempt_record(&self, attempt: u32, now: SystemTime) -> Option<AttemptRecord> {
-        let (plugin_version, fault) = match self {
-            Report::Completed { plugin_version, .. } => (plugin_version, None),
-            Report::ReArm { fault, plugin_version, .. } => (plugin_version, Some(fault)),
-            Report::End { outcome, plugin_version } => match outcome {
-                Outcome::Failed { last_fault, .. } => (plugin_version, Some(last_fault)),
-                _ => (plugin_version, None),
+        let (run, fault) = match self {
+            Report::Completed { run, .. } => (run, None),
+            Report::ReArm { fault, run, .. } => (run, Some(fault)),
+            Report::End { outcome, run } => match outcome {
+                Outcome::Failed { last_fault, .. } => (run, Some(last_fault)),
+                _ => (run, None),
             },
             Report::Release => return None,
         };
-        Some(AttemptRecord::new(attempt, plugin_version.clone(), fault, now))
+        Some(AttemptRecord::new(attempt, run, fault, now))
     }
 }
 
@@ -258,6 +273,39 @@ pub struct ListFilter {
     /// Only jobs older than this one (ids below it): the next page after a
     /// page that ended with it.
     pub before: Option<JobId>,
+    /// Only ended jobs whose (latest) outcome is of this kind.
+    pub outcome: Option<OutcomeKind>,
+    /// Only jobs enqueued at or after this time.
+    pub enqueued_after: Option<SystemTime>,
+    /// Only jobs enqueued before this time.
+    pub enqueued_before: Option<SystemTime>,
+    /// Only jobs whose last fault's code contains this text (case
+    /// sensitive); jobs without a fault never match.
+    pub fault_code: Option<String>,
+}
+
+impl ListFilter {
+    /// Whether `record` passes every condition of the filter but `limit`
+    /// and `before` (how the memory store filters; the SQL stores say the
+    /// same in their queries).
+    pub fn matches(&self, record: &JobRecord) -> bool {
+        let millis = crate::fault::epoch_millis::to_millis;
+        self.topic.as_ref().is_none_or(|t| &record.topic == t)
+            && self.state.is_none_or(|s| record.state == s)
+            && self.outcome.is_none_or(|k| record.outcome.as_ref().is_some_and(|o| o.outcome.outcome_kind() == k))
+            && self.enqueued_after.is_none_or(|t| millis(record.enqueued_at) >= millis(t))
+            && self.enqueued_before.is_none_or(|t| millis(record.enqueued_at) < millis(t))
+            && self
+                .fault_code
+                .as_ref()
+                .is_none_or(|text| record.last_fault.as_ref().is_some_and(|f| f.code.contains(text.as_str())))
+    }
+
+    /// Whether only ended jobs can match (an outcome is asked for, or the
+    /// terminal state).
+    pub fn ended_only(&self) -> bool {
+        self.outcome.is_some() || self.state == Some(JobState::Terminal)
+    }
 }
 
 /// Counts of a topic's live jobs.

@@ -9,6 +9,7 @@ use crate::fault::Fault;
 use crate::job::JobId;
 use crate::outcome::TerminalOutcome;
 use crate::retry::RetryPolicySpec;
+use crate::store::AttemptRun;
 
 #[cfg(doc)]
 use crate::store::JobStore;
@@ -86,6 +87,15 @@ pub struct AttemptRecord {
     /// was reclaimed.
     #[serde(with = "crate::fault::epoch_millis")]
     pub finished_at: SystemTime,
+    /// When the run started, if known (not for a lock that expired).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "optional_millis")]
+    pub started_at: Option<SystemTime>,
+    /// How long the guest ran, in microseconds, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_us: Option<u64>,
+    /// Fuel the run consumed, when fuel is metered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
 }
 
 mod optional_millis {
@@ -107,7 +117,7 @@ mod optional_millis {
 /// The record of attempt `attempt` of a job whose lock expired: reclaimed
 /// at `now` with `fault` (`husk.lock-expired`); the version is unknown.
 pub(super) fn expired_attempt(attempt: u32, fault: &Fault, now: SystemTime) -> AttemptRecord {
-    AttemptRecord::new(attempt, None, Some(fault), now)
+    AttemptRecord::new(attempt, &AttemptRun::default(), Some(fault), now)
 }
 
 /// The most of a fault's body an [`AttemptRecord`] keeps: a history holds
@@ -117,16 +127,19 @@ pub(super) fn expired_attempt(attempt: u32, fault: &Fault, now: SystemTime) -> A
 pub const HISTORY_FAULT_BODY: usize = 4 << 10;
 
 impl AttemptRecord {
-    /// The record of an attempt, its fault body cut at
-    /// [`HISTORY_FAULT_BODY`] bytes.
-    pub(super) fn new(
-        attempt: u32,
-        plugin_version: Option<String>,
-        fault: Option<&Fault>,
-        finished_at: SystemTime,
-    ) -> Self {
+    /// The record of attempt `attempt`, the run `run`, finished at
+    /// `finished_at`, its fault body cut at [`HISTORY_FAULT_BODY`] bytes.
+    pub(super) fn new(attempt: u32, run: &AttemptRun, fault: Option<&Fault>, finished_at: SystemTime) -> Self {
         let fault = fault
             .map(|f| Fault { code: f.code.clone(), body: f.body[..f.body.len().min(HISTORY_FAULT_BODY)].to_vec() });
-        Self { attempt, plugin_version, fault, finished_at }
+        Self {
+            attempt,
+            plugin_version: run.plugin_version.clone(),
+            fault,
+            finished_at,
+            started_at: run.started_at,
+            duration_us: run.duration.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+            fuel: run.fuel,
+        }
     }
 }

@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use axum::http::StatusCode;
 use maud::{DOCTYPE, Markup, html};
 
+use husk::outcome::OutcomeKind;
 use husk::store::{Depth, JobRecord};
 
 use crate::recent::{Counts, MINUTES, Summary};
@@ -63,6 +64,7 @@ fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                 title { (title) " · husk" }
                 link rel="stylesheet" href="/ui/assets/husk.css";
                 script src="/ui/assets/htmx.min.js" {}
+                script src="/ui/assets/htmx-ext-sse.min.js" {}
             }
             body {
                 @if let Some(session) = session {
@@ -77,7 +79,12 @@ fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                         }
                     }
                 }
-                main { h1 { (title) } (body) }
+                @if session.is_some() {
+                    // Server-sent `outcomes` events refresh the lists (see `ui::events`).
+                    main hx-ext="sse" sse-connect="/ui/events" { h1 { (title) } (body) }
+                } @else {
+                    main { h1 { (title) } (body) }
+                }
             }
         }
     }
@@ -122,8 +129,11 @@ pub(super) fn overview(session: &Session, overview: &Overview) -> Markup {
         "Overview",
         Some(session),
         html! {
-            // Refreshed in place every 2 s.
-            div hx-get="/ui/overview" hx-trigger="every 2s" hx-swap="innerHTML" { (overview_tables(overview)) }
+            // Refreshed in place as outcomes arrive, and every 2 s (depths
+            // change with enqueues too).
+            div hx-get="/ui/overview" hx-trigger="sse:outcomes, every 2s" hx-swap="innerHTML" {
+                (overview_tables(overview))
+            }
         },
     )
 }
@@ -211,6 +221,15 @@ pub(super) fn urlencode(text: &str) -> String {
         .collect()
 }
 
+/// A run's length, from microseconds, in the unit that reads best.
+fn ran_for(micros: u64) -> String {
+    match micros {
+        0..1_000 => format!("{micros} µs"),
+        1_000..1_000_000 => format!("{:.1} ms", micros as f64 / 1e3),
+        _ => format!("{:.2} s", micros as f64 / 1e6),
+    }
+}
+
 /// Seconds since the epoch, as RFC 3339 (UTC).
 fn when(time: SystemTime) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
@@ -240,23 +259,31 @@ pub(super) fn jobs(session: &Session, topics: &[String], filter: &JobFilter, job
                     option value="" { "any" }
                     @for state in STATES { option value=(state) selected[state == filter.state] { (state) } }
                 } }
+                label { "Outcome " select name="outcome" {
+                    option value="" { "any" }
+                    @for kind in OutcomeKind::ALL {
+                        option value=(kind.as_str()) selected[kind.as_str() == filter.outcome] { (kind.as_str()) }
+                    }
+                } }
+                label { "Enqueued from " input type="datetime-local" name="from" value=(filter.from); }
+                label { "to " input type="datetime-local" name="to" value=(filter.to); " UTC" }
+                label { "Fault code " input type="search" name="fault" value=(filter.fault) placeholder="contains"; }
                 button type="submit" { "Filter" }
             }
             table #jobs {
                 thead { tr { th.n { "Job" } th { "Topic" } th { "State" } th.n { "Attempt" } th { "Enqueued" }
                              th { "Last fault" } th { "Outcome" } } }
-                // Refreshed in place every 2 s.
-                tbody hx-get={ "/ui/jobs/rows?topic=" (urlencode(&filter.topic)) "&state=" (urlencode(&filter.state))
-                               "&before=" (urlencode(&filter.before)) }
-                    hx-trigger="every 2s" hx-swap="innerHTML" { (job_rows(jobs)) }
+                // Refreshed in place as outcomes arrive (and every 10 s, for
+                // enqueues and other processes' outcomes).
+                tbody hx-get={ "/ui/jobs/rows?" (filter.query(&filter.before)) }
+                    hx-trigger="sse:outcomes, every 10s" hx-swap="innerHTML" { (job_rows(jobs)) }
             }
             p.pages {
                 @if !filter.before.is_empty() {
-                    a href={ "/ui/jobs?topic=" (urlencode(&filter.topic)) "&state=" (urlencode(&filter.state)) } { "Newest" } " "
+                    a href={ "/ui/jobs?" (filter.query("")) } { "Newest" } " "
                 }
                 @if let Some(last) = jobs.last().filter(|_| jobs.len() == JOBS_PER_PAGE) {
-                    a #older href={ "/ui/jobs?topic=" (urlencode(&filter.topic)) "&state=" (urlencode(&filter.state))
-                                    "&before=" (last.id) } { "Older" }
+                    a #older href={ "/ui/jobs?" (filter.query(&last.id.to_string())) } { "Older" }
                 }
             }
         },
@@ -341,12 +368,24 @@ pub(super) fn job(session: &Session, job: &JobRecord, input: Option<&[u8]>) -> M
                 @for attempt in &job.attempts {
                     li {
                         span.attempt { "Attempt " (attempt.attempt) }
+                        @if let Some(start) = attempt.started_at {
+                            " started " span.started { (humantime::format_rfc3339_millis(start)) }
+                        }
                         " ended " (when(attempt.finished_at))
+                        @if let Some(micros) = attempt.duration_us { ", ran " span.duration { (ran_for(micros)) } }
+                        @if let Some(fuel) = attempt.fuel { ", fuel " span.fuel { (fuel) } }
                         @if let Some(version) = &attempt.plugin_version {
                             " on version " span.digest title=(version) { (short(version)) }
                         }
                         @if let Some(fault) = &attempt.fault {
-                            div.fault { span.code { (fault.code) } pre { (shown(&fault.body)) } }
+                            div.fault {
+                                @if fault.code == husk::fault::codes::LOCK_EXPIRED {
+                                    span.kill { "its worker's lock expired" } " "
+                                } @else if let Some(kill) = fault.code.strip_prefix("husk.") {
+                                    span.kill { "killed: " (kill) } " "
+                                }
+                                span.code { (fault.code) } pre { (shown(&fault.body)) }
+                            }
                         }
                     }
                 }

@@ -87,7 +87,7 @@ pub fn no_mapper_means_technical(backend: &dyn Backend) {
     rig.enqueue("t");
     let job = rig.fetch_one("t");
     let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
-    let report = rig.dispatcher.judge(&job, Ending::Fault(fault), std::time::Duration::ZERO, None);
+    let report = rig.dispatcher.judge(&job, Ending::Fault(fault), crate::store::AttemptRun::default());
     assert!(matches!(report, Report::ReArm { .. }), "{report:?}");
 }
 
@@ -430,6 +430,44 @@ pub fn every_spent_attempt_is_recorded_with_its_plugin_version(backend: &dyn Bac
     assert_eq!(record.attempts[0].fault.as_ref().unwrap().body, b"on v1");
     let listed = rig.dispatcher.store().list(&Default::default()).unwrap();
     assert!(listed.iter().all(|r| r.attempts.is_empty()), "`list` leaves attempts to `get`");
+}
+
+/// Conformance check: each attempt records its run's start, duration and
+/// fuel, on the re-arm, completion and end paths alike.
+pub fn each_attempt_records_its_start_duration_and_fuel(backend: &dyn Backend) {
+    let rig = Rig::with_topic(backend, fixed(5, 1));
+    let run = |rig: &Rig, micros: u64, fuel: u64| crate::store::AttemptRun {
+        plugin_version: version("v1"),
+        started_at: Some(rig.clock.now()),
+        duration: Some(Duration::from_micros(micros)),
+        fuel: Some(fuel),
+    };
+    let submit = |job: &crate::store::LockedJob, ending: Ending, micros: u64, fuel: u64| {
+        let started = rig.clock.now();
+        let report = rig.dispatcher.judge(job, ending, run(&rig, micros, fuel));
+        rig.clock.advance(Duration::from_secs(2));
+        (started, rig.dispatcher.submit(vec![(job.lock, report)]).unwrap().remove(0))
+    };
+    let id = rig.enqueue("t");
+    let job = rig.fetch_one("t");
+    let (first, reported) = submit(&job, Ending::Fault(Fault::new("http.503", "")), 1_500, 1_234);
+    assert_eq!(reported, Reported::ReArmed);
+    let job = rig.fetch_one("t");
+    let (second, reported) = submit(&job, Ending::Returned(b"1".to_vec()), 2_000_000, 42);
+    assert!(matches!(reported, Reported::Ended(_)));
+    let timeline = |id: JobId| {
+        let attempts = rig.get(id).attempts;
+        attempts.iter().map(|a| (a.attempt, a.started_at, a.duration_us, a.fuel)).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        timeline(id),
+        vec![(1, Some(first), Some(1_500), Some(1_234)), (2, Some(second), Some(2_000_000), Some(42))]
+    );
+    let cancelled = rig.enqueue("t");
+    let job = rig.fetch_one("t");
+    let (started, reported) = submit(&job, Ending::Cancelled, 7, 0);
+    assert!(matches!(reported, Reported::Ended(_)));
+    assert_eq!(timeline(cancelled), vec![(1, Some(started), Some(7), Some(0))]);
 }
 
 /// A guest chooses its fault bodies: a NUL byte, and a JSON body holding a

@@ -4,11 +4,12 @@
 use std::time::{Duration, SystemTime};
 
 use crate::fault::Fault;
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, OutcomeKind};
 use crate::retry::RetryPolicySpec;
 use crate::store::{
-    CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, JobId, JobState, JobStore, ListFilter,
-    LockedJob, NewJob, QueueCap, Report, Reported, Retention, StoredVersion, TopicVersion,
+    AttemptRun, CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, JobId, JobState, JobStore,
+    ListFilter, LockedJob, NewJob, QueueCap, Report, Reported, Retention, RetryIncidentResult, StoredVersion,
+    TopicVersion,
 };
 use crate::versions::{Origin, Stamp};
 
@@ -30,15 +31,83 @@ fn ids_of(enqueued: Vec<Enqueued>) -> Vec<JobId> {
 
 fn run_to_end(store: &dyn JobStore, topic: &str, outcome: Outcome) -> JobId {
     let id = store.enqueue(vec![job(topic)], now()).unwrap()[0].id;
+    end_one(store, topic, outcome, now());
+    id
+}
+
+/// Fetches the one fetchable job of `topic` and reports `report` for it at `at`.
+fn report_one(store: &dyn JobStore, topic: &str, report: Report, at: SystemTime) -> Reported {
     let topics = [topic.to_owned()];
     let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
-    let fetched = store.fetch_and_lock(request, now()).unwrap();
-    let lock = fetched.jobs[0].lock;
-    assert!(matches!(
-        store.report(vec![(lock, Report::End { outcome, plugin_version: None })], now()).unwrap()[0],
-        Reported::Ended(_)
-    ));
-    id
+    let fetched = store.fetch_and_lock(request, at).unwrap();
+    assert_eq!(fetched.jobs.len(), 1, "one job of {topic} to fetch");
+    store.report(vec![(fetched.jobs[0].lock, report)], at).unwrap().remove(0)
+}
+
+/// Fetches the one fetchable job of `topic` and ends it with `outcome` at `at`.
+fn end_one(store: &dyn JobStore, topic: &str, outcome: Outcome, at: SystemTime) {
+    let reported = report_one(store, topic, Report::End { outcome, run: AttemptRun::default() }, at);
+    assert!(matches!(reported, Reported::Ended(_)), "{reported:?}");
+}
+
+fn failed(topic: &str, code: &str) -> Outcome {
+    Outcome::Failed {
+        topic: topic.into(),
+        attempts: 1,
+        last_fault: Fault::new(code, "{}"),
+        diagnostic: "d".into(),
+        plugin_version: None,
+    }
+}
+
+/// Conformance check: listing filters by outcome, enqueue time and fault
+/// code, a job's latest outcome deciding.
+pub fn listing_filters_by_outcome_enqueue_time_and_fault_code(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let at = |secs: u64| now() + Duration::from_secs(secs);
+    let enqueue = |secs: u64| store.enqueue(vec![job("t")], at(secs)).unwrap()[0].id;
+    let done = || Outcome::Completed { output: b"1".to_vec() };
+    let completed = enqueue(0);
+    end_one(store, "t", done(), at(0));
+    let gated = enqueue(10);
+    let fault = Fault::new("net.timeout", "{}");
+    let re_arm = Report::ReArm { fault, not_before: at(1000), run: AttemptRun::default() };
+    assert_eq!(report_one(store, "t", re_arm, at(10)), Reported::ReArmed);
+    let incident = enqueue(20);
+    end_one(store, "t", failed("t", "db.down"), at(20));
+    let cancelled = enqueue(30);
+    assert!(matches!(store.cancel(cancelled, at(30)).unwrap(), CancelResult::Cancelled(_)));
+    // Failed, retried, then completed: its latest outcome is `completed`.
+    let recovered = enqueue(40);
+    end_one(store, "t", failed("t", "disk.full"), at(40));
+    assert_eq!(store.retry_incident(recovered, at(41)).unwrap(), RetryIncidentResult::Requeued);
+    end_one(store, "t", done(), at(42));
+    let other = store.enqueue(vec![job("u")], at(50)).unwrap()[0].id;
+
+    let ids = |filter: ListFilter| store.list(&filter).unwrap().into_iter().map(|r| r.id).collect::<Vec<_>>();
+    let kind = |k: OutcomeKind| ListFilter { outcome: Some(k), ..ListFilter::default() };
+    assert_eq!(ids(kind(OutcomeKind::Completed)), vec![recovered, completed]);
+    assert_eq!(ids(kind(OutcomeKind::Failed)), vec![incident], "an incident retried to completion is not failed");
+    assert_eq!(ids(kind(OutcomeKind::Cancelled)), vec![cancelled]);
+    assert_eq!(ids(kind(OutcomeKind::BusinessError)), Vec::<JobId>::new());
+    let failed_elsewhere = ListFilter { topic: Some("u".into()), ..kind(OutcomeKind::Failed) };
+    assert_eq!(ids(failed_elsewhere), Vec::<JobId>::new());
+    let code = |text: &str| ListFilter { fault_code: Some(text.into()), ..ListFilter::default() };
+    assert_eq!(ids(code("db")), vec![incident], "an ended job's last fault");
+    assert_eq!(ids(code("timeout")), vec![gated], "a live job's last fault");
+    assert_eq!(ids(ListFilter { state: Some(JobState::Gated), ..code("timeout") }), vec![gated]);
+    assert_eq!(ids(ListFilter { outcome: Some(OutcomeKind::Failed), ..code("timeout") }), Vec::<JobId>::new());
+    assert_eq!(ids(code("nothing.like.it")), Vec::<JobId>::new());
+    let window = ListFilter { enqueued_after: Some(at(10)), enqueued_before: Some(at(30)), ..ListFilter::default() };
+    assert_eq!(ids(window), vec![incident, gated], "after is inclusive, before exclusive");
+    let early_ended =
+        ListFilter { state: Some(JobState::Terminal), enqueued_before: Some(at(25)), ..ListFilter::default() };
+    assert_eq!(ids(early_ended), vec![incident, completed]);
+    let late = ListFilter { enqueued_after: Some(at(45)), ..ListFilter::default() };
+    assert_eq!(ids(late), vec![other]);
+    let page = ListFilter { before: Some(recovered), limit: Some(2), ..kind(OutcomeKind::Completed) };
+    assert_eq!(ids(page), vec![completed], "filters page with `before`");
 }
 
 /// Conformance check: outcome log is ordered and resumable by cursor.
@@ -131,7 +200,7 @@ pub fn an_idempotency_key_enqueues_one_job_even_after_it_ended(backend: &dyn Bac
 
     let fetched = fetch_all(store, "t");
     assert_eq!(fetched.iter().map(|j| j.id()).collect::<Vec<_>>(), vec![id]);
-    let done = Report::Completed { output: b"1".to_vec(), plugin_version: None };
+    let done = Report::Completed { output: b"1".to_vec(), run: AttemptRun::default() };
     assert!(matches!(store.report(vec![(fetched[0].lock, done)], now()).unwrap()[0], Reported::Ended(_)));
     assert_eq!(store.enqueue(vec![keyed("t", "order-1")], now()).unwrap(), vec![again], "the key outlives the job");
     assert_eq!(ids_of_records(store), vec![id]);
@@ -226,7 +295,7 @@ pub fn a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed(backend: &
     let request = FetchRequest { worker: "w", topics: &topics, max: 10, lock_duration: Duration::from_secs(30) };
     let fetched = store.fetch_and_lock(request, later).unwrap().jobs;
     assert_eq!(fetched.iter().map(LockedJob::id).collect::<Vec<_>>(), vec![queued[2]], "only the other topic's job");
-    let report = vec![(held[0].lock, Report::Completed { output: b"1".to_vec(), plugin_version: None })];
+    let report = vec![(held[0].lock, Report::Completed { output: b"1".to_vec(), run: AttemptRun::default() })];
     assert!(matches!(store.report(report, later).unwrap()[0], Reported::Ended(_)), "a running job still ends");
     assert_eq!(store.get(running).unwrap().unwrap().state, JobState::Terminal);
     let depths: std::collections::HashMap<_, _> = store.depths().unwrap().into_iter().collect();
@@ -297,7 +366,7 @@ fn end_at(store: &dyn JobStore, outcome: Outcome, key: Option<String>, at: Syste
     let topics = ["t".to_owned()];
     let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
     let lock = store.fetch_and_lock(request, at).unwrap().jobs[0].lock;
-    let reported = store.report(vec![(lock, Report::End { outcome, plugin_version: None })], at).unwrap();
+    let reported = store.report(vec![(lock, Report::End { outcome, run: AttemptRun::default() })], at).unwrap();
     assert!(matches!(reported[0], Reported::Ended(_)));
     id
 }
@@ -391,7 +460,7 @@ pub fn a_capped_enqueue_counts_live_jobs_of_the_tenants_topics(backend: &dyn Bac
     // Running, gated and queued: 3.
     assert_eq!(enqueue(vec![job("b")]), Capped::Full { live: 3 });
     assert_eq!(store.depths().unwrap().iter().map(|(_, d)| d.live()).sum::<u64>(), 5, "nothing enqueued at the limit");
-    let report = Report::End { outcome: Outcome::Completed { output: b"1".to_vec() }, plugin_version: None };
+    let report = Report::End { outcome: Outcome::Completed { output: b"1".to_vec() }, run: AttemptRun::default() };
     assert!(matches!(store.report(vec![(running.lock, report)], now()).unwrap()[0], Reported::Ended(_)));
     assert_eq!(created(enqueue(vec![job("b")])), 1);
     assert_eq!(enqueue(vec![job("a")]), Capped::Full { live: 3 });
@@ -419,7 +488,7 @@ pub fn a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident(backend: 
         diagnostic: "no mapper".into(),
         plugin_version: None,
     };
-    store.report(vec![(lock, Report::End { outcome: failed.clone(), plugin_version: None })], now()).unwrap();
+    store.report(vec![(lock, Report::End { outcome: failed.clone(), run: AttemptRun::default() })], now()).unwrap();
     assert_eq!(store.input(id).unwrap().as_deref(), Some(&input[..]), "an open incident keeps it for its retry");
     assert_eq!(store.discard_incident(id).unwrap(), DiscardResult::Discarded);
     assert_eq!(store.input(id).unwrap(), None, "a discarded incident keeps none");

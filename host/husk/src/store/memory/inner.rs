@@ -107,6 +107,10 @@ impl Inner {
             outcome,
         };
         let mut record = job.record(id);
+        // As the SQL stores keep it: a failure's own last fault.
+        if let Outcome::Failed { last_fault, .. } = &terminal.outcome {
+            record.last_fault = Some(last_fault.clone());
+        }
         record.state = JobState::Terminal;
         record.attempt = terminal.attempts;
         record.not_before = None;

@@ -346,9 +346,7 @@ impl JobStore for MemoryStore {
         Ok(ids
             .into_iter()
             .filter_map(|id| inner.record(id))
-            .filter(|r| filter.topic.as_ref().is_none_or(|t| &r.topic == t))
-            .filter(|r| filter.state.is_none_or(|s| r.state == s))
-            .filter(|r| filter.before.is_none_or(|before| r.id < before))
+            .filter(|r| filter.before.is_none_or(|before| r.id < before) && filter.matches(r))
             .take(filter.limit.unwrap_or(100))
             .collect())
     }
