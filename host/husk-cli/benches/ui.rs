@@ -4,9 +4,10 @@
 //!   with 10,000 jobs in the store;
 //! - the server's time to render the job list (p50, p99 of the whole
 //!   request on loopback), idle and while the pipeline runs at full speed;
-//! - the pipeline's jobs/s with the overview open and refreshing (as htmx
-//!   does, every 2 s) and the job list loaded every 100 ms, against
-//!   without, alternating.
+//! - the pipeline's jobs/s with the dashboard open — its event stream
+//!   (`/ui/events`) read and the job list's rows re-fetched on each event,
+//!   as htmx does, the overview refreshed every 2 s, and on top the whole
+//!   job list loaded every 100 ms — against without, alternating.
 //!
 //! `cargo bench -p husk-cli --bench ui [-- JOBS]` (default 200,000 per run).
 
@@ -14,7 +15,7 @@
 mod serve;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use husk_cli::client::Client;
@@ -94,11 +95,39 @@ fn ended(base: &str, topic: &str) -> u64 {
         .sum()
 }
 
+/// Reads the dashboard's event stream until `stop`, re-fetching the job
+/// list's rows on each `outcomes` event as the page does; counts the events
+/// in `events`. (Detached: its read may outlast `stop` until the next
+/// event or keep-alive, and fetches nothing then.)
+fn watch_events(base: &str, stop: Arc<AtomicBool>, events: Arc<AtomicU64>) {
+    use std::io::BufRead;
+    let browser = Browser::sign_in(base);
+    let stream = browser.agent.get(&format!("{base}/ui/events")).header("Cookie", &browser.cookie).call().unwrap();
+    assert_eq!(stream.status(), 200);
+    let lines = std::io::BufReader::new(stream.into_body().into_reader()).lines();
+    for line in lines {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        if line.unwrap() == "event: outcomes" {
+            events.fetch_add(1, Ordering::Relaxed);
+            browser.get("/ui/jobs/rows?topic=bench");
+        }
+    }
+}
+
 /// Runs `jobs` jobs through `bench` and returns jobs/s; with `dashboard`,
-/// the overview refreshes every 2 s and the job list loads every 100 ms
-/// meanwhile, and their request times are returned too.
-fn run(client: &Client, base: &str, jobs: usize, dashboard: bool) -> (f64, Vec<Duration>) {
+/// the event stream is read (the rows re-fetched on each event), the
+/// overview refreshes every 2 s and the job list loads every 100 ms
+/// meanwhile, and the job list's request times and the events are returned
+/// too.
+fn run(client: &Client, base: &str, jobs: usize, dashboard: bool) -> (f64, Vec<Duration>, u64) {
     let stop = Arc::new(AtomicBool::new(false));
+    let events = Arc::new(AtomicU64::new(0));
+    if dashboard {
+        let (stop, base, events) = (stop.clone(), base.to_owned(), events.clone());
+        std::thread::spawn(move || watch_events(&base, stop, events));
+    }
     let watcher = dashboard.then(|| {
         let (stop, base) = (stop.clone(), base.to_owned());
         std::thread::spawn(move || {
@@ -125,7 +154,7 @@ fn run(client: &Client, base: &str, jobs: usize, dashboard: bool) -> (f64, Vec<D
     }
     let rate = jobs as f64 / started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
-    (rate, watcher.map(|w| w.join().unwrap()).unwrap_or_default())
+    (rate, watcher.map(|w| w.join().unwrap()).unwrap_or_default(), events.load(Ordering::Relaxed))
 }
 
 fn percentile(times: &mut [Duration], q: f64) -> f64 {
@@ -144,10 +173,10 @@ fn main() {
     enqueue(&client, "held", 10_000);
     let browser = Browser::sign_in(&server.url);
     let css = browser.get("/ui/assets/husk.css").0.len();
-    let js = browser.get("/ui/assets/htmx.min.js").0.len();
+    let js = browser.get("/ui/assets/htmx.min.js").0.len() + browser.get("/ui/assets/htmx-ext-sse.min.js").0.len();
     let overview = browser.get("/ui").0.len();
     let list = browser.get("/ui/jobs").0.len();
-    println!("page weight with 10,000 jobs in the store: CSS {css} B, JS (htmx) {js} B");
+    println!("page weight with 10,000 jobs in the store: CSS {css} B, JS (htmx and its sse extension) {js} B");
     println!("  overview: HTML {overview} B, in all {} B", overview + css + js);
     println!("  job list (newest 100 shown): HTML {list} B, in all {} B", list + css + js);
 
@@ -159,11 +188,11 @@ fn main() {
     );
 
     for round in 1..=3 {
-        let (without, _) = run(&client, &server.url, jobs, false);
-        let (with, mut times) = run(&client, &server.url, jobs, true);
+        let (without, ..) = run(&client, &server.url, jobs, false);
+        let (with, mut times, events) = run(&client, &server.url, jobs, true);
         println!(
             "round {round}: pipeline {without:.0} jobs/s without the dashboard, {with:.0} with it \
-             ({} job-list loads meanwhile: p50 {:.2} ms, p99 {:.2} ms)",
+             ({events} outcome events; {} job-list loads meanwhile: p50 {:.2} ms, p99 {:.2} ms)",
             times.len(),
             percentile(&mut times, 0.5),
             percentile(&mut times, 0.99)
