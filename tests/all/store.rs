@@ -114,64 +114,6 @@ fn postgres_concurrent_enqueues_of_one_key_from_two_processes_make_one_job() {
     assert_eq!(client.query_one(&count, &[]).unwrap().get::<_, i64>(0), keys.len() as i64, "one job per key");
 }
 
-/// What another process's store hears: `Some((topic, jobs))` for a topic's
-/// wake, `None` for a wake of everything.
-struct Heard(std::sync::Mutex<std::sync::mpsc::Sender<Option<(String, u64)>>>);
-
-impl husk::store::StoreEvents for Heard {
-    fn jobs_available(&self) {
-        self.0.lock().unwrap().send(None).unwrap();
-    }
-    fn topic_jobs_available(&self, topic: &str, jobs: u64) {
-        self.0.lock().unwrap().send(Some((topic.to_owned(), jobs))).unwrap();
-    }
-    fn cancel_requested(&self, _id: JobId) {}
-}
-
-#[test]
-#[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
-fn postgres_an_enqueue_wakes_other_processes_for_its_topic_and_its_new_fetchable_jobs_only() {
-    let Some(url) = crate::rig::pg::url() else { return };
-    let schema = crate::rig::pg::TestSchema::new(url);
-    let (enqueuer, listener) = (schema.open(), schema.open());
-    let (tx, heard) = std::sync::mpsc::channel();
-    let events: std::sync::Arc<dyn husk::store::StoreEvents> = std::sync::Arc::new(Heard(std::sync::Mutex::new(tx)));
-    listener.subscribe(std::sync::Arc::downgrade(&events));
-    // The next wake, past any late one of the warm-up's jobs below.
-    let next = || loop {
-        let wake = heard.recv_timeout(Duration::from_secs(30)).expect("a wake within 30 s");
-        if wake.as_ref().is_none_or(|(topic, _)| topic != "ready") {
-            return wake;
-        }
-    };
-    // The listener's LISTEN starts in the background (and wakes everything
-    // once it listens, for what it may have missed): enqueue until heard.
-    'listening: for tries in 0.. {
-        assert!(tries < 150, "no topic wake heard in 30 s");
-        enqueuer.enqueue(vec![job("ready")], now()).unwrap();
-        while let Ok(wake) = heard.recv_timeout(Duration::from_millis(200)) {
-            if wake.is_some() {
-                assert_eq!(wake, Some(("ready".into(), 1)));
-                break 'listening;
-            }
-        }
-    }
-    enqueuer.enqueue(vec![job("orders eu"), job("orders eu"), job("orders eu")], now()).unwrap();
-    assert_eq!(next(), Some(("orders eu".into(), 3)), "one NOTIFY naming the topic and its jobs");
-    enqueuer.enqueue(vec![job("a"), job("b")], now()).unwrap();
-    assert_eq!(next(), None, "two topics in one call wake every fetcher");
-    // Nothing fetchable: a gated job, and a key already taken. The next
-    // wake heard is the marker's.
-    let gated = NewJob { not_before: Some(now() + Duration::from_secs(60)), ..job("g") };
-    enqueuer.enqueue(vec![gated], now()).unwrap();
-    assert!(enqueuer.enqueue(vec![keyed("k", "once")], now()).unwrap()[0].created);
-    assert_eq!(next(), Some(("k".into(), 1)));
-    let again = enqueuer.enqueue(vec![keyed("k", "once"), keyed("k", "once")], now()).unwrap();
-    assert!(again.iter().all(|e| !e.created));
-    enqueuer.enqueue(vec![job("marker")], now()).unwrap();
-    assert_eq!(next(), Some(("marker".into(), 1)), "neither the gated job nor the repeated key woke anyone");
-}
-
 #[test]
 #[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
 fn postgres_an_outcome_committed_late_is_not_skipped_by_the_outcome_cursor() {

@@ -33,7 +33,6 @@
 //! only makes the job fetchable again, and any later synchronous commit
 //! (such as the report of that job) flushes it first.
 
-mod enqueue;
 mod listener;
 mod migrations;
 mod pool;

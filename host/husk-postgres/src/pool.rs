@@ -65,26 +65,36 @@ pub(crate) struct Tx<'a> {
 enum Wake {
     #[default]
     None,
+    /// As many fetchers of one topic as it has new jobs.
+    Topic(String, u64),
     /// Every fetcher.
     All,
 }
 
 impl Wake {
-    /// The `NOTIFY` payload: the sender's mark alone, which wakes every
-    /// fetcher. (An enqueue's wake of one topic, `"<mark> <jobs> <topic>"`
-    /// — the topic last: it may hold spaces —, is written by its statement;
-    /// see `enqueue`.)
+    /// This wake and `jobs` more of `topic`'s.
+    fn and_topic(self, topic: &str, jobs: u64) -> Wake {
+        match self {
+            Wake::None => Wake::Topic(topic.to_owned(), jobs),
+            Wake::Topic(woken, before) if woken == topic => Wake::Topic(woken, before.saturating_add(jobs)),
+            _ => Wake::All,
+        }
+    }
+
+    /// The `NOTIFY` payload: the sender's mark, then for a topic's wake the
+    /// job count and the topic (last: it may hold spaces). A listener that
+    /// reads only the mark (husk before this payload) wakes everything.
     fn payload(&self, sender: &str) -> Option<String> {
         match self {
             Wake::None => None,
+            Wake::Topic(topic, jobs) => Some(format!("{sender} {jobs} {topic}")),
             Wake::All => Some(sender.to_owned()),
         }
     }
 }
 
 /// A `NOTIFY` payload read back: the sender's mark, and the topic's wake if
-/// it is one (see [`Wake::payload`]). A payload of husk before topic wakes
-/// (the mark alone) wakes all.
+/// it is one (see [`Wake::payload`]).
 pub(crate) fn parse_wake(payload: &str) -> (&str, Option<(&str, u64)>) {
     let mut parts = payload.splitn(3, ' ');
     let sender = parts.next().unwrap_or_default();
@@ -105,6 +115,13 @@ impl Tx<'_> {
     /// 876–912 without), so it is not worth its thread and connection.
     pub(crate) fn wake_fetchers(&mut self) {
         self.wake = Wake::All;
+    }
+
+    /// Wakes `jobs` fetchers of `topic` in other processes when this
+    /// transaction commits (see [`Tx::wake_fetchers`]; wakes of two topics
+    /// in one transaction wake every fetcher).
+    pub(crate) fn wake_topic(&mut self, topic: &str, jobs: u64) {
+        self.wake = std::mem::take(&mut self.wake).and_topic(topic, jobs);
     }
 
     pub(crate) fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
@@ -157,9 +174,6 @@ pub(crate) enum PgError {
     Db(postgres::Error),
     Json(serde_json::Error),
     Pool(r2d2::Error),
-    /// An idempotency key taken by another enqueue names no job when read
-    /// again: that job ended and was pruned in between.
-    KeyRace(String),
 }
 
 impl From<postgres::Error> for PgError {
@@ -191,10 +205,6 @@ pub(crate) fn store_error(store: String, what: &str, error: PgError) -> StoreErr
         }
         PgError::Json(e) => StoreError::Corrupt { store, message: format!("{what}: unreadable stored value: {e}") },
         PgError::Pool(e) => StoreError::Unavailable { store, message: format!("{what}: {e}") },
-        PgError::KeyRace(key) => StoreError::Conflict {
-            store,
-            message: format!("{what}: key `{key}` was taken by another enqueue whose job is gone; enqueue again"),
-        },
     }
 }
 
@@ -268,10 +278,16 @@ mod tests {
     use super::{Wake, parse_wake};
 
     #[test]
-    fn a_topics_wake_carries_its_topic_and_count_and_a_mark_alone_wakes_all() {
-        assert_eq!(parse_wake("mark 3 orders eu"), ("mark", Some(("orders eu", 3))));
+    fn a_topics_wake_carries_its_topic_and_count_and_a_mixed_one_wakes_all() {
+        let payload = Wake::Topic("orders eu".into(), 3).payload("mark").unwrap();
+        assert_eq!(parse_wake(&payload), ("mark", Some(("orders eu", 3))));
         assert_eq!(parse_wake(&Wake::All.payload("mark").unwrap()), ("mark", None));
         assert_eq!(Wake::None.payload("mark"), None);
+        let wake = Wake::None.and_topic("a", 1).and_topic("a", 2);
+        assert_eq!(wake, Wake::Topic("a".into(), 3), "one topic's jobs add up");
+        assert_eq!(wake.and_topic("b", 1), Wake::All, "two topics wake everyone");
+        assert_eq!(Wake::All.and_topic("a", 1), Wake::All);
+        // A payload of husk before topic wakes (the mark alone) wakes all.
         assert_eq!(parse_wake("3f-17a-0"), ("3f-17a-0", None));
     }
 }

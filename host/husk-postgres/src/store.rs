@@ -6,7 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
-    Expired, LiveRow, QUEUED, RUNNING, depths_of, millis, prune_candidates, prune_cutoffs, stored_version, time,
+    Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, millis, prune_candidates, prune_cutoffs, stored_version,
+    time, to_json,
 };
 use husk::store::{
     CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
@@ -14,12 +15,11 @@ use husk::store::{
     StoreEvents, StoredVersion, TopicVersion,
 };
 
-use crate::enqueue::{Wakes, insert_jobs};
 use crate::listener::Listener;
-use crate::pool::{PgError, QueryResult};
+use crate::pool::{PgError, QueryResult, Tx};
 use crate::rows::{
     Arm, Ending, arm_all, claim, end_all, get_record, live_row, notify, outcome_row, record_of, select_live,
-    select_outcomes,
+    select_outcomes, take_keys,
 };
 use crate::{PostgresStore, sequence};
 use postgres::types::ToSql;
@@ -39,11 +39,6 @@ impl PostgresStore {
             *last = Some(now);
         }
         due
-    }
-
-    /// Whom an enqueue wakes in other processes: all but `waiting_here`.
-    fn wakes<'a>(&'a self, waiting_here: &'a dyn Fn(&str) -> u64) -> Wakes<'a> {
-        Wakes { channel: &self.channels.jobs, sender: &self.channels.sender, waiting_here }
     }
 
     /// How many of a topic's fetchers wait in this process (none before the
@@ -105,9 +100,7 @@ impl JobStore for PostgresStore {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        let waiting_here = self.waiting_here();
-        let wakes = self.wakes(&waiting_here);
-        self.autocommit("enqueue", |query| insert_jobs(query, &jobs, now, &wakes))
+        self.run("enqueue", |tx| insert_jobs(tx, &jobs, now, &self.waiting_here()))
     }
 
     fn enqueue_capped(&self, jobs: Vec<NewJob>, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
@@ -126,9 +119,7 @@ impl JobStore for PostgresStore {
             if live + jobs.len() as u64 > cap.max {
                 return Ok(Capped::Full { live });
             }
-            let waiting_here = self.waiting_here();
-            let wakes = self.wakes(&waiting_here);
-            Ok(Capped::Enqueued(insert_jobs(&mut |sql, params| tx.query(sql, params), &jobs, now, &wakes)?))
+            Ok(Capped::Enqueued(insert_jobs(tx, &jobs, now, &self.waiting_here())?))
         })
     }
 
@@ -564,4 +555,55 @@ fn wake_times(
     )?;
     // One row, always (a SELECT without FROM).
     Ok(rows.first().map_or((None, None), |row| (row.get(0), row.get(1))))
+}
+
+/// Inserts new jobs in `tx` (see [`JobStore::enqueue`]). Other processes
+/// are woken only for the fetchable jobs more than this process's waiting
+/// fetchers (`waiting_here`, by topic) take: its dispatcher wakes those.
+fn insert_jobs(
+    tx: &mut Tx<'_>,
+    jobs: &[NewJob],
+    now: SystemTime,
+    waiting_here: &dyn Fn(&str) -> u64,
+) -> Result<Vec<Enqueued>, PgError> {
+    let count = jobs.len() as i64;
+    let mut ids: Vec<i64> = tx
+        .query("SELECT nextval('husk_jobs_id_seq') FROM generate_series(1, $1::bigint)", &[&count])?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    ids.sort_unstable();
+    let mut results: Vec<Enqueued> = ids.iter().map(|&id| Enqueued { id: JobId(id as u64), created: true }).collect();
+    if jobs.iter().any(|j| j.key.is_some()) {
+        take_keys(tx, jobs, &mut results)?;
+    }
+    // Only the jobs that took their key (or have none) are written;
+    // the ids drawn for the others are left unused.
+    let jobs: Vec<&NewJob> = jobs.iter().zip(&results).filter(|(_, e)| e.created).map(|(j, _)| j).collect();
+    let ids: Vec<i64> = results.iter().filter(|e| e.created).map(|e| e.id.0 as i64).collect();
+    let topics: Vec<&str> = jobs.iter().map(|j| j.topic.as_str()).collect();
+    let inputs: Vec<&[u8]> = jobs.iter().map(|j| j.input.as_slice()).collect();
+    let policies: Vec<String> = jobs.iter().map(|j| to_json(&j.policy)).collect();
+    let (states, gates): (Vec<i64>, Vec<Option<i64>>) = jobs.iter().map(|j| armed_state(j.not_before, now)).unzip();
+    tx.execute(
+        "INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at)
+             SELECT id, topic, input, policy, 1, state, not_before, $7
+             FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::bigint[])
+                  AS n(id, topic, input, policy, state, not_before)",
+        &[&ids, &topics, &inputs, &policies, &states, &gates, &millis(now)],
+    )?;
+    let mut fetchable: Vec<(&str, u64)> = Vec::new();
+    for (topic, _) in topics.iter().zip(&states).filter(|(_, state)| **state == QUEUED) {
+        match fetchable.iter_mut().find(|(t, _)| t == topic) {
+            Some((_, count)) => *count += 1,
+            None => fetchable.push((topic, 1)),
+        }
+    }
+    for (topic, count) in fetchable {
+        let elsewhere = count.saturating_sub(waiting_here(topic));
+        if elsewhere > 0 {
+            tx.wake_topic(topic, elsewhere);
+        }
+    }
+    Ok(results)
 }
