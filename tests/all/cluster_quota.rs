@@ -57,9 +57,11 @@ fn max_concurrent_holds_across_three_processes_and_a_killed_ones_permits_come_ba
     let store = schema.open();
     let a = servers[1].client(Some(TOKEN_A));
     const JOBS: usize = 120;
-    for _ in 0..JOBS {
-        crate::api::enqueue(&a, "slow", &json!({ "sleep_ms": 25 })).unwrap();
-    }
+    // One batch, so the sampling below starts while most jobs still wait
+    // (enqueued one by one on a loaded machine, half of them had ended
+    // before the last was in, leaving nothing to sample).
+    let batch = json!(vec![json!({ "input": { "sleep_ms": 50 } }); JOBS]).to_string();
+    a.post("/v1/topics/slow/jobs/batch", Some((batch.as_bytes(), "application/json")), &[]).unwrap();
 
     // Sampled while the three run: never above the limit, in jobs the
     // store shows running or in permits leased.
