@@ -138,7 +138,7 @@ fn an_error_mapper_sleeping_through_wasi_is_cut_off_and_the_fault_is_technical()
 }
 
 /// A `husk serve` with a sleeper topic killed at 300 ms, one held for an
-/// hour, and the forger classified by the bad mapper.
+/// hour, and the forger classified by the bad mapper (1 s mapper deadline).
 fn serve_config() -> String {
     format!(
         r#"store = "husk.db"
@@ -168,6 +168,7 @@ plugin = "{forger}"
 workers = 1
 retry = {{ kind = "none" }}
 mapper = "{bad_mapper}"
+mapper_deadline = "1s"
 "#,
         hash = husk_server::tokens::token_hash(crate::api::TOKEN_A),
         sleeper = crate::support::guest("sleeper").display(),
@@ -194,7 +195,9 @@ fn husk_serve_ends_jobs_and_mappers_blocked_in_host_calls_and_stops_at_sigterm()
     assert_eq!(ended("nap", json!({ "never": true }))["outcome"]["outcome"]["last_fault"]["code"], codes::TIMEOUT);
     assert_eq!(ended("nap", json!({ "sleep_ms": 0 }))["outcome"]["outcome"]["kind"], "completed");
 
-    // A mapper sleeping through WASI is cut off at its 100 ms deadline.
+    // A mapper sleeping through WASI is cut off at its deadline (1 s here,
+    // not the default 100 ms, so the 10 MB message below is not cut off
+    // by the deadline first on a loaded machine).
     let job = ended("forge", json!({ "code": "sleep", "body": {} }));
     let diagnostic = job["outcome"]["outcome"]["diagnostic"].as_str().unwrap().to_owned();
     assert!(diagnostic.contains(codes::TIMEOUT), "{job}");
