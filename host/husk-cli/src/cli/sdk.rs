@@ -40,6 +40,22 @@ enum SdkCommand {
         #[arg(long, short)]
         out: PathBuf,
     },
+    /// Generate Go bindings of a world, as `wit-bindgen go` would: a Go
+    /// module (`go.mod`, `wit_exports.go`, a package per interface) with
+    /// the runtime package it imports vendored in `pkg/`.
+    GoBindings {
+        /// The world: operation, error-mapper or plugin (or one of the
+        /// package in `--wit`).
+        #[arg(long, default_value = "operation")]
+        world: String,
+        /// A WIT directory whose package holds the world; default: husk's
+        /// contract.
+        #[arg(long)]
+        wit: Option<PathBuf>,
+        /// The directory to write into (created if missing).
+        #[arg(long, short)]
+        out: PathBuf,
+    },
     /// Make a component of a core module built with the C bindings, as
     /// `wasm-tools component new` would.
     Wrap {
@@ -58,6 +74,9 @@ pub(super) fn run(args: SdkArgs) -> anyhow::Result<ExitCode> {
         }
         SdkCommand::CBindings { world, wit, out } => {
             sdk::c_bindings(&world, wit.as_deref(), &out)?;
+        }
+        SdkCommand::GoBindings { world, wit, out } => {
+            sdk::go_bindings(&world, wit.as_deref(), &out)?;
         }
         SdkCommand::Wrap { module, output } => {
             let core = std::fs::read(&module).with_context(|| format!("cannot read {}", module.display()))?;

@@ -13,9 +13,13 @@ use std::path::{Path, PathBuf};
 
 use wit_bindgen_core::wit_parser::Resolve;
 
+mod go;
+
+pub use go::go_bindings;
+
 /// The WIT contract husk hosts (`wit/worker.wit`), package
 /// `husk:worker@0.1.0`.
-pub const WIT: &str = include_str!("../../../wit/worker.wit");
+pub const WIT: &str = include_str!("../../../../wit/worker.wit");
 
 /// The worlds a guest can be built against.
 pub const WORLDS: [&str; 3] = ["operation", "error-mapper", "plugin"];
@@ -27,8 +31,10 @@ pub enum SdkError {
     #[error("unknown world `{0}` (expected one of: operation, error-mapper, plugin)")]
     UnknownWorld(String),
     /// Generating bindings failed.
-    #[error("cannot generate C bindings for world `{world}`: {reason}")]
+    #[error("cannot generate {language} bindings for world `{world}`: {reason}")]
     Bindings {
+        /// The language.
+        language: &'static str,
         /// The world.
         world: String,
         /// Why.
@@ -87,7 +93,8 @@ pub fn c_bindings(world: &str, wit: Option<&Path>, dir: &Path) -> Result<Vec<Pat
     if wit.is_none() && !WORLDS.contains(&world) {
         return Err(SdkError::UnknownWorld(world.to_owned()));
     }
-    let failed = |e: anyhow::Error| SdkError::Bindings { world: world.to_owned(), reason: format!("{e:#}") };
+    let failed =
+        |e: anyhow::Error| SdkError::Bindings { language: "C", world: world.to_owned(), reason: format!("{e:#}") };
     let mut resolve = Resolve::default();
     let package = match wit {
         Some(wit) => resolve.push_dir(wit).map_err(failed)?.0,
