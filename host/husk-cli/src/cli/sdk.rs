@@ -56,11 +56,17 @@ enum SdkCommand {
         #[arg(long, short)]
         out: PathBuf,
     },
-    /// Make a component of a core module built with the C bindings, as
-    /// `wasm-tools component new` would.
+    /// Make a component of a core module built with the C or Go bindings,
+    /// as `wasm-tools component new` would; a module importing WASI
+    /// preview 1 (Go's) is linked with husk's own adapter.
     Wrap {
-        /// The core module (linked by clang/wasm-ld).
+        /// The core module (linked by clang/wasm-ld, or built by `go build
+        /// -buildmode=c-shared`).
         module: PathBuf,
+        /// The world to embed, for a module that carries no component type
+        /// (Go's): operation, error-mapper or plugin.
+        #[arg(long)]
+        world: Option<String>,
         /// The component to write.
         #[arg(long, short)]
         output: PathBuf,
@@ -78,9 +84,9 @@ pub(super) fn run(args: SdkArgs) -> anyhow::Result<ExitCode> {
         SdkCommand::GoBindings { world, wit, out } => {
             sdk::go_bindings(&world, wit.as_deref(), &out)?;
         }
-        SdkCommand::Wrap { module, output } => {
+        SdkCommand::Wrap { module, world, output } => {
             let core = std::fs::read(&module).with_context(|| format!("cannot read {}", module.display()))?;
-            let component = sdk::wrap(&core, &module.display().to_string())?;
+            let component = sdk::wrap(&core, &module.display().to_string(), world.as_deref())?;
             std::fs::write(&output, component).with_context(|| format!("cannot write {}", output.display()))?;
         }
     }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use wit_bindgen_core::wit_parser::Resolve;
 
 mod go;
+pub mod preview1;
 
 pub use go::go_bindings;
 
@@ -107,16 +108,36 @@ pub fn c_bindings(world: &str, wit: Option<&Path>, dir: &Path) -> Result<Vec<Pat
     files.iter().map(|(name, bytes)| write(dir.join(name), bytes)).collect()
 }
 
-/// Makes a component of a core module linked with the bindings of
-/// [`c_bindings`]: the world comes from the module's component-type
-/// section. The module may import only the world's interfaces (no WASI
-/// preview 1: husk ships no adapter).
+/// Makes a component of a core module: one linked with the bindings of
+/// [`c_bindings`], whose world comes from its component-type section, or
+/// one built by Go with [`go_bindings`], which carries no component type:
+/// `world` (one of [`WORLDS`]) names the world of husk's contract to embed
+/// then. A module importing WASI preview 1 (Go's runtime does) is linked
+/// with husk's own adapter ([`preview1`]); any other import must be one of
+/// the world's.
 ///
 /// # Errors
 ///
-/// [`SdkError::Wrap`] naming `source_name` when the module has no
-/// component type, imports something else, or does not validate.
-pub fn wrap(core: &[u8], source_name: &str) -> Result<Vec<u8>, SdkError> {
+/// [`SdkError::UnknownWorld`], or [`SdkError::Wrap`] naming `source_name`
+/// when the module has no component type and no world is given, imports
+/// something else, or does not validate.
+pub fn wrap(core: &[u8], source_name: &str, world: Option<&str>) -> Result<Vec<u8>, SdkError> {
     let failed = |e: anyhow::Error| SdkError::Wrap { source_name: source_name.to_owned(), reason: format!("{e:#}") };
-    wit_component::ComponentEncoder::default().validate(true).module(core).map_err(failed)?.encode().map_err(failed)
+    let mut core = core.to_vec();
+    if let Some(world) = world {
+        if !WORLDS.contains(&world) {
+            return Err(SdkError::UnknownWorld(world.to_owned()));
+        }
+        let mut resolve = Resolve::default();
+        let package = resolve.push_str("worker.wit", WIT).map_err(failed)?;
+        let world_id = resolve.select_world(&[package], Some(world)).map_err(failed)?;
+        wit_component::embed_component_metadata(&mut core, &resolve, world_id, wit_component::StringEncoding::UTF8)
+            .map_err(failed)?;
+    }
+    let mut encoder = wit_component::ComponentEncoder::default();
+    encoder.validate(true).module(&core).map_err(failed)?;
+    if preview1::imported_by(&core) {
+        encoder.adapter(preview1::MODULE, &preview1::adapter()).map_err(failed)?;
+    }
+    encoder.encode().map_err(failed)
 }
