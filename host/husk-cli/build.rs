@@ -91,14 +91,14 @@ fn browser_cfg() {
 }
 
 /// Tells the tests which guest toolchains are installed (cfgs
-/// `husk_guests_python`, `husk_guests_js`, `husk_guests_c`):
+/// `husk_guests_python`, `husk_guests_js`, `husk_guests_c`, `husk_guests_go`):
 /// `scripts/build-guests <language>` notes a language's toolchain in
 /// `target/guests/<language>/tool` once it built its examples. Without it
 /// that language's tests are ignored, naming the command; under `CI=true`
 /// they always run, and a missing toolchain fails them.
 fn guest_toolchain_cfgs(root: &Path) {
     let ci = env::var("CI").is_ok_and(|v| v == "true");
-    for language in ["python", "js", "c"] {
+    for language in ["python", "js", "c", "go"] {
         println!("cargo:rustc-check-cfg=cfg(husk_guests_{language})");
         // Watched as a directory, made here if missing (as for PostgreSQL).
         let dir = root.join("target").join("guests").join(language);

