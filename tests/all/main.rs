@@ -16,6 +16,7 @@ mod crash;
 mod dispatch;
 mod dispatch_props;
 mod faults;
+mod go_adapter;
 mod guests;
 mod host;
 mod hostile;
