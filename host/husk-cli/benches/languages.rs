@@ -1,9 +1,9 @@
 //! The same `transform` operation (and `mapper`) written in Rust, Python,
-//! JavaScript and C: component size, first compile time, load time from
+//! JavaScript, C and Go: component size, first compile time, load time from
 //! the compile cache, and the per-job cost — instantiate from the pooling
 //! allocator (copy-on-write memory images) plus execute — as p50/p99.
 //!
-//! `scripts/build-guests` first (the Python, JavaScript and C examples),
+//! `scripts/build-guests` first (the Python, JavaScript, C and Go examples),
 //! then `cargo bench -p husk-host --bench languages [-- RUNS]` (default
 //! 1,000 jobs per language; one job at a time on one thread).
 
@@ -46,7 +46,7 @@ fn main() {
         "| language | component | first compile | cached load | instantiate + execute p50 / p99 | peak memory: job / mapper | classify p50 | fuel: job / classify |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for language in ["rust", "python", "js", "c"] {
+    for language in ["rust", "python", "js", "c", "go"] {
         let path = component(language, "transform");
         let Ok(wasm) = std::fs::read(&path) else {
             println!("| {language} | missing: {} (run scripts/build-guests) | | | | | | |", path.display());
