@@ -4,9 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use wit_bindgen_core::wit_parser::Resolve;
-
-use super::{SdkError, WIT, WORLDS, create_dir, write};
+use super::{SdkError, bindings_failed, bindings_world, create_dir, write};
 
 /// The Go module path of the runtime package the bindings import.
 const RUNTIME_MODULE: &str = "go.bytecodealliance.org/pkg";
@@ -43,17 +41,8 @@ const RUNTIME: [(&str, &str); 12] = [
 /// [`SdkError::UnknownWorld`], [`SdkError::Bindings`], or
 /// [`SdkError::Io`] when a file cannot be written.
 pub fn go_bindings(world: &str, wit: Option<&Path>, dir: &Path) -> Result<Vec<PathBuf>, SdkError> {
-    if wit.is_none() && !WORLDS.contains(&world) {
-        return Err(SdkError::UnknownWorld(world.to_owned()));
-    }
-    let failed =
-        |e: anyhow::Error| SdkError::Bindings { language: "Go", world: world.to_owned(), reason: format!("{e:#}") };
-    let mut resolve = Resolve::default();
-    let package = match wit {
-        Some(wit) => resolve.push_dir(wit).map_err(failed)?.0,
-        None => resolve.push_str("worker.wit", WIT).map_err(failed)?,
-    };
-    let world_id = resolve.select_world(&[package], Some(world)).map_err(failed)?;
+    let (mut resolve, world_id) = bindings_world("Go", world, wit)?;
+    let failed = bindings_failed("Go", world);
     let mut files = wit_bindgen_core::Files::default();
     let opts = wit_bindgen_go::Opts { format: wit_bindgen_go::Format::False, ..Default::default() };
     opts.build().generate(&mut resolve, world_id, &mut files).map_err(failed)?;

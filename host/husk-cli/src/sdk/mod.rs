@@ -1,5 +1,6 @@
-//! The guest SDK tooling built into husk: the WIT contract, C bindings for
-//! it, and the wrapping of a core WebAssembly module into a component.
+//! The guest SDK tooling built into husk: the WIT contract, C and Go
+//! bindings for it, and the wrapping of a core WebAssembly module into a
+//! component (with husk's WASI preview 1 adapter for Go).
 //!
 //! Rust guests use the `husk-guest` crate; Python and JavaScript guests use
 //! componentize-py and componentize-js with the contract written by
@@ -7,7 +8,9 @@
 //! the two steps around `clang` itself: [`c_bindings`] generates the C
 //! header, source and component-type object for a world (what
 //! `wit-bindgen c` does), and [`wrap`] turns the linked core module into a
-//! component (what `wasm-tools component new` does).
+//! component (what `wasm-tools component new` does). Go is served the same
+//! way: [`go_bindings`] (what `wit-bindgen go` does), then [`wrap`] with
+//! the world named, since Go's module carries no component type.
 
 use std::path::{Path, PathBuf};
 
@@ -91,21 +94,37 @@ pub fn write_wit(dir: &Path) -> Result<PathBuf, SdkError> {
 /// [`SdkError::UnknownWorld`], [`SdkError::Bindings`], or
 /// [`SdkError::Io`] when a file cannot be written.
 pub fn c_bindings(world: &str, wit: Option<&Path>, dir: &Path) -> Result<Vec<PathBuf>, SdkError> {
-    if wit.is_none() && !WORLDS.contains(&world) {
-        return Err(SdkError::UnknownWorld(world.to_owned()));
-    }
-    let failed =
-        |e: anyhow::Error| SdkError::Bindings { language: "C", world: world.to_owned(), reason: format!("{e:#}") };
-    let mut resolve = Resolve::default();
-    let package = match wit {
-        Some(wit) => resolve.push_dir(wit).map_err(failed)?.0,
-        None => resolve.push_str("worker.wit", WIT).map_err(failed)?,
-    };
-    let world_id = resolve.select_world(&[package], Some(world)).map_err(failed)?;
+    let (mut resolve, world_id) = bindings_world("C", world, wit)?;
+    let failed = bindings_failed("C", world);
     let mut files = wit_bindgen_core::Files::default();
     wit_bindgen_c::Opts::default().build().generate(&mut resolve, world_id, &mut files).map_err(failed)?;
     create_dir(dir)?;
     files.iter().map(|(name, bytes)| write(dir.join(name), bytes)).collect()
+}
+
+/// The error of generating `language` bindings of `world`.
+fn bindings_failed<'a>(language: &'static str, world: &'a str) -> impl Fn(anyhow::Error) -> SdkError + 'a {
+    move |e| SdkError::Bindings { language, world: world.to_owned(), reason: format!("{e:#}") }
+}
+
+/// The WIT of `world`, for bindings in `language`: husk's contract, or the
+/// package in the WIT directory `wit`.
+fn bindings_world(
+    language: &'static str,
+    world: &str,
+    wit: Option<&Path>,
+) -> Result<(Resolve, wit_bindgen_core::wit_parser::WorldId), SdkError> {
+    if wit.is_none() && !WORLDS.contains(&world) {
+        return Err(SdkError::UnknownWorld(world.to_owned()));
+    }
+    let failed = bindings_failed(language, world);
+    let mut resolve = Resolve::default();
+    let package = match wit {
+        Some(wit) => resolve.push_dir(wit).map_err(&failed)?.0,
+        None => resolve.push_str("worker.wit", WIT).map_err(&failed)?,
+    };
+    let world_id = resolve.select_world(&[package], Some(world)).map_err(&failed)?;
+    Ok((resolve, world_id))
 }
 
 /// Makes a component of a core module: one linked with the bindings of
