@@ -26,36 +26,11 @@ enum SdkCommand {
     },
     /// Generate C bindings of a world: `<world>.h`, `<world>.c` and
     /// `<world>_component_type.o`, as `wit-bindgen c` would.
-    CBindings {
-        /// The world: operation, error-mapper or plugin (or one of the
-        /// package in `--wit`).
-        #[arg(long, default_value = "operation")]
-        world: String,
-        /// A WIT directory whose package holds the world (e.g. one that
-        /// adds `wasi:config/store` to husk's `operation`, with husk's
-        /// contract in its `deps/`); default: husk's contract.
-        #[arg(long)]
-        wit: Option<PathBuf>,
-        /// The directory to write into (created if missing).
-        #[arg(long, short)]
-        out: PathBuf,
-    },
+    CBindings(BindingsArgs),
     /// Generate Go bindings of a world, as `wit-bindgen go` would: a Go
     /// module (`go.mod`, `wit_exports.go`, a package per interface) with
     /// the runtime package it imports vendored in `pkg/`.
-    GoBindings {
-        /// The world: operation, error-mapper or plugin (or one of the
-        /// package in `--wit`).
-        #[arg(long, default_value = "operation")]
-        world: String,
-        /// A WIT directory whose package holds the world; default: husk's
-        /// contract.
-        #[arg(long)]
-        wit: Option<PathBuf>,
-        /// The directory to write into (created if missing).
-        #[arg(long, short)]
-        out: PathBuf,
-    },
+    GoBindings(BindingsArgs),
     /// Make a component of a core module built with the C or Go bindings,
     /// as `wasm-tools component new` would; a module importing WASI
     /// preview 1 (Go's) is linked with husk's own adapter.
@@ -73,15 +48,32 @@ enum SdkCommand {
     },
 }
 
+/// The arguments of `husk sdk c-bindings` and `husk sdk go-bindings`.
+#[derive(Debug, Args)]
+struct BindingsArgs {
+    /// The world: operation, error-mapper or plugin (or one of the
+    /// package in `--wit`).
+    #[arg(long, default_value = "operation")]
+    world: String,
+    /// A WIT directory whose package holds the world (e.g. one that adds
+    /// `wasi:config/store` to husk's `operation`, with husk's contract in
+    /// its `deps/`); default: husk's contract.
+    #[arg(long)]
+    wit: Option<PathBuf>,
+    /// The directory to write into (created if missing).
+    #[arg(long, short)]
+    out: PathBuf,
+}
+
 pub(super) fn run(args: SdkArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         SdkCommand::Wit { dir } => {
             sdk::write_wit(&dir)?;
         }
-        SdkCommand::CBindings { world, wit, out } => {
+        SdkCommand::CBindings(BindingsArgs { world, wit, out }) => {
             sdk::c_bindings(&world, wit.as_deref(), &out)?;
         }
-        SdkCommand::GoBindings { world, wit, out } => {
+        SdkCommand::GoBindings(BindingsArgs { world, wit, out }) => {
             sdk::go_bindings(&world, wit.as_deref(), &out)?;
         }
         SdkCommand::Wrap { module, world, output } => {
