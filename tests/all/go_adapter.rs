@@ -60,6 +60,11 @@ fn sleeps_and_goroutines_run_and_a_long_sleep_ends_at_the_deadline() {
     let Some((sandbox, probe)) = probe() else { return };
     let slept = tried(&sandbox, &probe, json!({ "try": "sleep", "ms": 20 }));
     assert!(slept["slept_ms"].as_i64().unwrap() >= 20, "poll_oneoff waited the whole sleep: {slept}");
+    // In one host wait, not by spinning: a 100 ms sleep fits a fuel budget
+    // a few times a bare job's (~1.6 million) that a busy-wait would burn.
+    let fuel = Limits::default().with_fuel(Some(10_000_000));
+    let waited = run_with(&sandbox, &probe, json!({ "try": "sleep", "ms": 100 }), &fuel);
+    assert!(output(&waited)["slept_ms"].as_i64().unwrap() >= 100, "{waited:?}");
     let summed = tried(&sandbox, &probe, json!({ "try": "goroutines", "n": 100 }));
     assert_eq!(summed, json!({ "sum": 4950 }));
 
