@@ -153,6 +153,50 @@ fn postgres_an_outcome_committed_late_is_not_skipped_by_the_outcome_cursor() {
     assert_eq!(store.outcomes_after(ended, 10).unwrap().iter().map(|o| o.job_id).collect::<Vec<_>>(), vec![next]);
 }
 
+/// Runs `jobs` jobs of `topic` through `store` (enqueue, claim, complete)
+/// in rounds of 1,000.
+fn complete_jobs(store: &dyn JobStore, topic: &str, jobs: usize) {
+    let topics = [topic.to_owned()];
+    for _ in 0..jobs / 1000 {
+        store.enqueue(vec![job(topic); 1000], now()).unwrap();
+        let request = FetchRequest { worker: "w", topics: &topics, max: 1000, lock_duration: Duration::from_secs(30) };
+        let reports = (store.fetch_and_lock(request, now()).unwrap().jobs.iter())
+            .map(|j| (j.lock, Report::Completed { output: b"{}".to_vec(), run: AttemptRun::default() }))
+            .collect::<Vec<_>>();
+        assert_eq!(reports.len(), 1000);
+        assert!(store.report(reports, now()).unwrap().iter().all(|r| matches!(r, Reported::Ended(_))));
+    }
+}
+
+#[test]
+#[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
+fn postgres_a_process_vacuums_the_job_table_once_its_claims_and_reports_left_enough_dead_rows() {
+    let Some(url) = crate::rig::pg::url() else { return };
+    let schema = crate::rig::pg::TestSchema::new(url);
+    let store = schema.open();
+    let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+    // Manual vacuums of this schema's job table (autovacuum counts apart).
+    let vacuums = format!(
+        "SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = '{}' AND relname = 'husk_jobs'",
+        schema.name
+    );
+    let mut vacuums = move || client.query_one(&vacuums, &[]).unwrap().get::<_, i64>(0);
+    // 9,000 jobs: 18,000 dead row versions (a claim and a report each),
+    // under the 20,000 that ask for a vacuum.
+    complete_jobs(&store, "t", 9_000);
+    assert_eq!(vacuums(), 0, "no vacuum before 20,000 dead row versions");
+    // 2,000 more pass it: the vacuum thread runs one, once.
+    complete_jobs(&store, "t", 2_000);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while vacuums() == 0 {
+        assert!(std::time::Instant::now() < deadline, "no vacuum within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(vacuums(), 1);
+    // The jobs all ended, each once.
+    assert_eq!(store.outcomes_after(0, 20_000).unwrap().len(), 11_000);
+}
+
 #[test]
 fn sqlite_jobs_gates_locks_and_outcomes_survive_reopening() {
     let dir = tempfile::tempdir().unwrap();

@@ -7,8 +7,9 @@
 //! 32.
 //!
 //! `cargo bench -p husk-cli --bench pipeline [-- JOBS]` (default 200,000);
-//! `-- --latency`: only the latency runs, on PostgreSQL; `-- --gate JOBS`:
-//! the cost of the cluster-wide concurrency gate.
+//! `-- --latency`: only the latency runs, on PostgreSQL; `-- postgres`: only
+//! the PostgreSQL throughput runs; `-- --gate JOBS`: the cost of the
+//! cluster-wide concurrency gate.
 //! PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
 //! start` runs; skipped (saying so) without one. Prints jobs/s for each; not
 //! a criterion bench, since one run is already hundreds of thousands of
@@ -218,6 +219,15 @@ fn measure_pg_processes(url: &str, processes: usize, jobs: usize) -> f64 {
     rate
 }
 
+/// The PostgreSQL throughput runs: one process, then two.
+fn measure_pg_throughput(url: &str, jobs: usize) {
+    let schema = format!("bench_{}", std::process::id());
+    let label = "wasm transform, PostgreSQL (fsync on), 1 process x 2 workers";
+    measure(label, Topic::wasm("bench", transform()), postgres(url, &schema), jobs);
+    drop_schema(url, &schema);
+    measure_pg_processes(url, 2, jobs);
+}
+
 /// When each job's terminal outcome arrived.
 #[derive(Default)]
 struct Arrivals(Mutex<Vec<(u64, Instant)>>);
@@ -308,6 +318,10 @@ fn main() {
         }
         return;
     }
+    if args.iter().any(|a| a == "postgres") {
+        let url = postgres_url().expect("a PostgreSQL server (scripts/postgres start)");
+        return measure_pg_throughput(&url, jobs);
+    }
     let native =
         measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), memory(), jobs);
     let wasm = measure("wasm transform, memory store", Topic::wasm("bench", transform()), memory(), jobs);
@@ -320,13 +334,7 @@ fn main() {
     measure("wasm transform, SQLite store (synchronous=NORMAL)", Topic::wasm("bench", transform()), sqlite(), jobs);
     let url = postgres_url();
     match &url {
-        Some(url) => {
-            let schema = format!("bench_{}", std::process::id());
-            let label = "wasm transform, PostgreSQL (fsync on), 1 process x 2 workers";
-            measure(label, Topic::wasm("bench", transform()), postgres(url, &schema), jobs);
-            drop_schema(url, &schema);
-            measure_pg_processes(url, 2, jobs);
-        }
+        Some(url) => measure_pg_throughput(url, jobs),
         None => println!("PostgreSQL skipped: no server (run `scripts/postgres start` or set HUSK_TEST_POSTGRES)"),
     }
     for batch in [1, 32] {

@@ -15,11 +15,15 @@
 //!   listening connection per process forwards both to the dispatcher
 //!   ([`StoreEvents`](husk::store::StoreEvents)); gates and lock expiries are timed wakes computed by
 //!   every fetch (`next_wake`).
-//! - The outcome log's `seq` is taken from one counter row, updated as the
-//!   last write of a transaction that ends jobs: outcome-producing commits
-//!   are serialized on that row, so `seq` order is commit order and a
-//!   consumer reading `outcomes_after(cursor)` never skips an outcome that
-//!   commits late.
+//! - The outcome log's `seq`s come from a sequence; each transaction that
+//!   ends jobs first marks itself with a shared advisory lock keyed by the
+//!   highest seq drawn so far, and a consumer reading
+//!   `outcomes_after(cursor)` reads only below the lowest mark still held,
+//!   so it never skips an outcome that commits late, while such commits
+//!   share WAL flushes (see `sequence`).
+//! - Each process vacuums `husk_jobs` once its claims and reports have left
+//!   enough dead row versions in it, since claims walk past them until a
+//!   vacuum removes them (see `vacuum`).
 //! - Idempotency keys live in `husk_keys`, taken in the enqueue's
 //!   transaction before the job row is written (`INSERT ... ON CONFLICT DO
 //!   NOTHING`): of concurrent enqueues of one key, one takes it and the
@@ -40,6 +44,7 @@ mod report;
 mod rows;
 mod sequence;
 mod store;
+mod vacuum;
 
 use std::time::{Duration, SystemTime};
 
@@ -52,6 +57,7 @@ use husk::store::sql::SCHEMA_VERSION;
 use listener::Listener;
 use migrations::{MigrateError, migrate};
 use pool::{Manager, PgError, describe, store_error};
+use vacuum::Vacuum;
 
 /// How to reach the database.
 #[derive(Debug, Clone)]
@@ -118,6 +124,9 @@ pub struct PostgresStore {
     /// This process's dispatcher, once subscribed: asked how many of a
     /// topic's fetchers wait here before other processes are woken.
     events: Mutex<Option<std::sync::Weak<dyn husk::store::StoreEvents>>>,
+    /// Vacuums `husk_jobs` as this process's claims and reports leave dead
+    /// row versions in it.
+    vacuum: Vacuum,
 }
 
 /// The `NOTIFY` channels of one deployment (suffixed by its schema:
@@ -199,6 +208,7 @@ impl PostgresStore {
             .build(Manager { config: pg.clone() })
             .map_err(|e| store_error(store.clone(), "cannot open the connection pool", PgError::Pool(e)))?;
         Ok(Self {
+            vacuum: Vacuum::new(pool.clone(), name.clone()),
             name,
             config: pg,
             pool,

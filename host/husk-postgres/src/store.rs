@@ -93,6 +93,31 @@ impl PostgresStore {
             Ok(fetched)
         })
     }
+
+    /// Claims (see [`JobStore::fetch_and_lock`]): on the hot path in
+    /// autocommitted statements, reclaiming expired locks when due.
+    fn fetch(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
+        if !self.reclaim_due(now) {
+            // The hot path: claims, each one statement committed on its own;
+            // when nothing is claimable, one more statement says when to
+            // wake — unless a lock has expired, which the full path below
+            // reclaims.
+            let fetched = self.autocommit("fetch", |query| {
+                let jobs = claim(request, now, &mut *query)?;
+                if !jobs.is_empty() {
+                    return Ok(Some(Fetched { jobs, ..Fetched::default() }));
+                }
+                let (gate, lock) = wake_times(query, now)?;
+                let expired = lock.is_some_and(|lock| lock <= millis(now));
+                Ok((!expired)
+                    .then(|| Fetched { next_wake: gate.into_iter().chain(lock).min().map(time), ..Fetched::default() }))
+            })?;
+            if let Some(fetched) = fetched {
+                return Ok(fetched);
+            }
+        }
+        self.fetch_reclaiming(request, now)
+    }
 }
 
 impl JobStore for PostgresStore {
@@ -124,29 +149,15 @@ impl JobStore for PostgresStore {
     }
 
     fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
-        if !self.reclaim_due(now) {
-            // The hot path: claims, each one statement committed on its own;
-            // when nothing is claimable, one more statement says when to
-            // wake — unless a lock has expired, which the full path below
-            // reclaims.
-            let fetched = self.autocommit("fetch", |query| {
-                let jobs = claim(request, now, &mut *query)?;
-                if !jobs.is_empty() {
-                    return Ok(Some(Fetched { jobs, ..Fetched::default() }));
-                }
-                let (gate, lock) = wake_times(query, now)?;
-                let expired = lock.is_some_and(|lock| lock <= millis(now));
-                Ok((!expired)
-                    .then(|| Fetched { next_wake: gate.into_iter().chain(lock).min().map(time), ..Fetched::default() }))
-            })?;
-            if let Some(fetched) = fetched {
-                return Ok(fetched);
-            }
-        }
-        self.fetch_reclaiming(request, now)
+        let fetched = self.fetch(request, now)?;
+        // Each claimed job's old row version is dead now.
+        self.vacuum.left(fetched.jobs.len() as u64);
+        Ok(fetched)
     }
 
     fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
+        // Each report deletes or updates its job's row: a dead version.
+        self.vacuum.left(reports.len() as u64);
         let (completed, mut results) = self.report_completed(&reports, now)?;
         if completed < reports.len() {
             // The rest (faults, releases, cancelled or lost locks) in a

@@ -1,0 +1,151 @@
+//! The queue kept lean: each process vacuums `husk_jobs` as jobs pass
+//! through it.
+//!
+//! Every claim and every report leaves a dead row version in `husk_jobs`,
+//! and a claimed job's old version stays in the `(topic, id)` index that
+//! claims walk in id order: until a `VACUUM` removes them, each claim steps
+//! over every job claimed since the last one. Autovacuum looks at a table
+//! at most once a minute (`autovacuum_naptime`), while at thousands of jobs
+//! a second the dead versions pile up by the hundred thousand. So each
+//! process counts the dead versions its own claims and reports leave, and
+//! past [`VACUUM_AFTER`] of them its vacuum thread runs `VACUUM
+//! (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE FALSE) husk_jobs`:
+//!
+//! - `SKIP_LOCKED`: skipped at once when another process's vacuum (or
+//!   autovacuum) holds the table, so processes never queue behind each
+//!   other;
+//! - `INDEX_CLEANUP ON`: the index entries are the point, so the server may
+//!   not decide to skip them;
+//! - `TRUNCATE FALSE`: cutting empty pages off the table's end takes a lock
+//!   that would stop every claim while it is held.
+//!
+//! A vacuum reads the whole table and its indexes, so its cost grows with
+//! the backlog, not with the dead versions: after one that took `t`, the
+//! thread waits at least [`GAP_FACTOR`] × `t` (and [`MIN_GAP`]) before the
+//! next, which keeps it to a small part of one server process's time. A
+//! role that does not own the table gets a warning from the server and
+//! nothing is vacuumed: autovacuum alone then. A failed vacuum is logged;
+//! nothing depends on it but speed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::pool::{Manager, describe};
+
+/// Dead row versions this process leaves before it vacuums.
+pub(crate) const VACUUM_AFTER: u64 = 20_000;
+
+/// Least time between the end of one vacuum and the start of the next.
+pub(crate) const MIN_GAP: Duration = Duration::from_millis(100);
+
+/// How many times its own duration a vacuum waits before the next.
+pub(crate) const GAP_FACTOR: u32 = 4;
+
+/// The statement.
+const VACUUM: &str = "VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE FALSE) husk_jobs";
+
+#[derive(Default)]
+struct State {
+    /// A vacuum is wanted.
+    asked: bool,
+    /// The store is dropped: the thread ends.
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Dead versions left since the last vacuum started.
+    dead: AtomicU64,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+/// A process's vacuum of `husk_jobs` (see the module docs).
+pub(crate) struct Vacuum {
+    shared: Arc<Shared>,
+    pool: r2d2::Pool<Manager>,
+    name: String,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Vacuum {
+    pub(crate) fn new(pool: r2d2::Pool<Manager>, name: String) -> Self {
+        Self { shared: Arc::default(), pool, name, thread: Mutex::new(None) }
+    }
+
+    /// Counts `versions` dead row versions this process left; asks for a
+    /// vacuum when they pass [`VACUUM_AFTER`].
+    pub(crate) fn left(&self, versions: u64) {
+        if versions == 0 {
+            return;
+        }
+        let before = self.shared.dead.fetch_add(versions, Ordering::Relaxed);
+        if before < VACUUM_AFTER && before + versions >= VACUUM_AFTER {
+            self.ask();
+        }
+    }
+
+    fn ask(&self) {
+        let mut thread = self.thread.lock();
+        if thread.is_none() {
+            let (shared, pool, name) = (self.shared.clone(), self.pool.clone(), self.name.clone());
+            match std::thread::Builder::new().name("husk-pg-vacuum".into()).spawn(move || run(&shared, &pool, &name)) {
+                Ok(handle) => *thread = Some(handle),
+                Err(error) => {
+                    tracing::warn!(store = %self.name, %error, "cannot start the vacuum thread");
+                    return;
+                }
+            }
+        }
+        self.shared.state.lock().asked = true;
+        self.shared.changed.notify_one();
+    }
+}
+
+impl Drop for Vacuum {
+    fn drop(&mut self) {
+        self.shared.state.lock().closed = true;
+        self.shared.changed.notify_all();
+        if let Some(thread) = self.thread.lock().take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The vacuum thread: one vacuum each time one is asked for, spaced out.
+fn run(shared: &Shared, pool: &r2d2::Pool<Manager>, name: &str) {
+    loop {
+        {
+            let mut state = shared.state.lock();
+            while !state.asked && !state.closed {
+                shared.changed.wait(&mut state);
+            }
+            if state.closed {
+                return;
+            }
+            state.asked = false;
+        }
+        shared.dead.store(0, Ordering::Relaxed);
+        let started = Instant::now();
+        let result = match pool.get() {
+            Ok(mut conn) => conn.client.batch_execute(VACUUM).map_err(|e| describe(&e)),
+            Err(e) => Err(e.to_string()),
+        };
+        let took = started.elapsed();
+        match result {
+            Ok(()) => tracing::debug!(store = %name, ?took, "vacuumed husk_jobs"),
+            Err(error) => tracing::warn!(store = %name, %error, "vacuuming husk_jobs failed"),
+        }
+        let gap = (took * GAP_FACTOR).max(MIN_GAP);
+        let until = Instant::now() + gap;
+        let mut state = shared.state.lock();
+        while !state.closed && !shared.changed.wait_until(&mut state, until).timed_out() {}
+        if state.closed {
+            return;
+        }
+    }
+}
