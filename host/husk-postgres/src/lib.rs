@@ -29,17 +29,14 @@
 //!   NOTHING`): of concurrent enqueues of one key, one takes it and the
 //!   others wait for its commit, then return its job without writing one.
 //!
-//! Durability: enqueues, reports, cancels and retries are durable with the
-//! server's `synchronous_commit` (on by default: flushed to the WAL before
-//! the call returns, surviving a crash of husk, of the server, or a power
-//! loss when `fsync` is on). Reports, cancels and retries commit so; an
-//! enqueue commits without waiting for its flush and then waits for one
-//! flush shared with the process's other enqueues (see `flush`). A claim that ends no job
+//! Durability: enqueues, reports, cancels and retries commit with the
+//! server's `synchronous_commit` (on by default: the commit is flushed to
+//! the WAL before the call returns, and survives a crash of husk, of the
+//! server, or a power loss when `fsync` is on). A claim that ends no job
 //! commits with `synchronous_commit = off`: losing it in a server crash
 //! only makes the job fetchable again, and any later synchronous commit
 //! (such as the report of that job) flushes it first.
 
-mod flush;
 mod listener;
 mod migrations;
 mod pool;
@@ -57,7 +54,6 @@ use postgres::NoTls;
 use husk::store::StoreError;
 use husk::store::sql::SCHEMA_VERSION;
 
-use flush::Flusher;
 use listener::Listener;
 use migrations::{MigrateError, migrate};
 use pool::{Manager, PgError, describe, store_error};
@@ -131,9 +127,6 @@ pub struct PostgresStore {
     /// Vacuums `husk_jobs` as this process's claims and reports leave dead
     /// row versions in it.
     vacuum: Vacuum,
-    /// Shares one WAL flush among the enqueues that committed without
-    /// waiting for theirs.
-    flusher: Flusher,
 }
 
 /// The `NOTIFY` channels of one deployment (suffixed by its schema:
@@ -216,7 +209,6 @@ impl PostgresStore {
             .map_err(|e| store_error(store.clone(), "cannot open the connection pool", PgError::Pool(e)))?;
         Ok(Self {
             vacuum: Vacuum::new(pool.clone(), name.clone()),
-            flusher: Flusher::default(),
             name,
             config: pg,
             pool,

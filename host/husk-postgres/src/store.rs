@@ -125,13 +125,11 @@ impl JobStore for PostgresStore {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        let enqueued = self.run("enqueue", |tx| insert_jobs(tx, &jobs, now, &self.waiting_here()))?;
-        self.durable("enqueue")?;
-        Ok(enqueued)
+        self.run("enqueue", |tx| insert_jobs(tx, &jobs, now, &self.waiting_here()))
     }
 
     fn enqueue_capped(&self, jobs: Vec<NewJob>, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
-        let capped = self.run("enqueue", |tx| {
+        self.run("enqueue", |tx| {
             // A transaction-scoped lock per tenant: its capped enqueues, in
             // every process, count and insert one after another. Each state
             // is counted on its own partial index.
@@ -147,11 +145,7 @@ impl JobStore for PostgresStore {
                 return Ok(Capped::Full { live });
             }
             Ok(Capped::Enqueued(insert_jobs(tx, &jobs, now, &self.waiting_here())?))
-        })?;
-        if let Capped::Enqueued(_) = &capped {
-            self.durable("enqueue")?;
-        }
-        Ok(capped)
+        })
     }
 
     fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
@@ -574,26 +568,9 @@ fn wake_times(
     Ok(rows.first().map_or((None, None), |row| (row.get(0), row.get(1))))
 }
 
-impl PostgresStore {
-    /// Returns once every enqueue this process committed without waiting
-    /// for its flush before this call is flushed (see [`crate::flush`]).
-    fn durable(&self, what: &str) -> Result<(), StoreError> {
-        self.flusher
-            .durable(|| {
-                let mut conn = self.pool.get().map_err(PgError::Pool)?;
-                // A transaction id makes a commit record; with the
-                // server's `synchronous_commit` the commit waits for it.
-                Ok(conn.client.batch_execute("BEGIN; SELECT txid_current(); COMMIT")?)
-            })
-            .map_err(|e| self.fail(what, e))
-    }
-}
-
-/// Inserts new jobs in `tx` (see [`JobStore::enqueue`]), which then commits
-/// without waiting for its WAL flush: the caller waits for a shared one
-/// ([`PostgresStore::durable`]). Other processes are woken only for the
-/// fetchable jobs more than this process's waiting fetchers (`waiting_here`,
-/// by topic) take: its dispatcher wakes those.
+/// Inserts new jobs in `tx` (see [`JobStore::enqueue`]). Other processes
+/// are woken only for the fetchable jobs more than this process's waiting
+/// fetchers (`waiting_here`, by topic) take: its dispatcher wakes those.
 fn insert_jobs(
     tx: &mut Tx<'_>,
     jobs: &[NewJob],
@@ -602,11 +579,7 @@ fn insert_jobs(
 ) -> Result<Vec<Enqueued>, PgError> {
     let count = jobs.len() as i64;
     let mut ids: Vec<i64> = tx
-        .query(
-            "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true))
-             SELECT nextval('husk_jobs_id_seq') FROM relaxed, generate_series(1, $1::bigint)",
-            &[&count],
-        )?
+        .query("SELECT nextval('husk_jobs_id_seq') FROM generate_series(1, $1::bigint)", &[&count])?
         .iter()
         .map(|r| r.get(0))
         .collect();
