@@ -29,7 +29,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -69,12 +68,13 @@ pub(crate) struct Vacuum {
     shared: Arc<Shared>,
     pool: r2d2::Pool<Manager>,
     name: String,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    /// Whether the thread was started.
+    started: Mutex<bool>,
 }
 
 impl Vacuum {
     pub(crate) fn new(pool: r2d2::Pool<Manager>, name: String) -> Self {
-        Self { shared: Arc::default(), pool, name, thread: Mutex::new(None) }
+        Self { shared: Arc::default(), pool, name, started: Mutex::new(false) }
     }
 
     /// Counts `versions` dead row versions this process left; asks for a
@@ -90,11 +90,11 @@ impl Vacuum {
     }
 
     fn ask(&self) {
-        let mut thread = self.thread.lock();
-        if thread.is_none() {
+        let mut started = self.started.lock();
+        if !*started {
             let (shared, pool, name) = (self.shared.clone(), self.pool.clone(), self.name.clone());
             match std::thread::Builder::new().name("husk-pg-vacuum".into()).spawn(move || run(&shared, &pool, &name)) {
-                Ok(handle) => *thread = Some(handle),
+                Ok(_) => *started = true,
                 Err(error) => {
                     tracing::warn!(store = %self.name, %error, "cannot start the vacuum thread");
                     return;
@@ -107,12 +107,11 @@ impl Vacuum {
 }
 
 impl Drop for Vacuum {
+    /// Ends the thread without waiting for it: a vacuum under way (seconds
+    /// on a large table) finishes on its own, and the thread ends after it.
     fn drop(&mut self) {
         self.shared.state.lock().closed = true;
         self.shared.changed.notify_all();
-        if let Some(thread) = self.thread.lock().take() {
-            let _ = thread.join();
-        }
     }
 }
 
