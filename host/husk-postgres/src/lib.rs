@@ -208,7 +208,7 @@ impl PostgresStore {
             .build(Manager { config: pg.clone() })
             .map_err(|e| store_error(store.clone(), "cannot open the connection pool", PgError::Pool(e)))?;
         Ok(Self {
-            vacuum: Vacuum::new(pool.clone(), name.clone()),
+            vacuum: Vacuum::new(pg.clone(), name.clone()),
             name,
             config: pg,
             pool,

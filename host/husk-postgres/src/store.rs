@@ -156,8 +156,6 @@ impl JobStore for PostgresStore {
     }
 
     fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
-        // Each report deletes or updates its job's row: a dead version.
-        self.vacuum.left(reports.len() as u64);
         let (completed, mut results) = self.report_completed(&reports, now)?;
         if completed < reports.len() {
             // The rest (faults, releases, cancelled or lost locks) in a
@@ -168,7 +166,10 @@ impl JobStore for PostgresStore {
                 results[slot] = Some(result);
             }
         }
-        Ok(results.into_iter().map(|r| r.expect("every report applied")).collect())
+        let results: Vec<Reported> = results.into_iter().map(|r| r.expect("every report applied")).collect();
+        // Each applied report deleted or updated its job's row: a dead version.
+        self.vacuum.left(results.iter().filter(|r| !matches!(r, Reported::LockLost)).count() as u64);
+        Ok(results)
     }
 
     fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {

@@ -19,13 +19,18 @@
 //! - `TRUNCATE FALSE`: cutting empty pages off the table's end takes a lock
 //!   that would stop every claim while it is held.
 //!
+//! The thread has a connection of its own, not one of the pool's: a
+//! vacuum of a large table takes seconds, which a pool slot held that long
+//! would take from claims and reports.
+//!
 //! A vacuum reads the whole table and its indexes, so its cost grows with
 //! the backlog, not with the dead versions: after one that took `t`, the
 //! thread waits at least [`GAP_FACTOR`] × `t` (and [`MIN_GAP`]) before the
 //! next, which keeps it to a small part of one server process's time. A
 //! role that does not own the table gets a warning from the server and
-//! nothing is vacuumed: autovacuum alone then. A failed vacuum is logged;
-//! nothing depends on it but speed.
+//! nothing is vacuumed, as when another vacuum holds the table: autovacuum
+//! alone then. A failed vacuum is logged (and its connection opened again
+//! for the next); nothing depends on it but speed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,7 +38,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::pool::{Manager, describe};
+use postgres::{Client, NoTls};
+
+use crate::pool::describe;
 
 /// Dead row versions this process leaves before it vacuums.
 pub(crate) const VACUUM_AFTER: u64 = 20_000;
@@ -66,15 +73,16 @@ struct Shared {
 /// A process's vacuum of `husk_jobs` (see the module docs).
 pub(crate) struct Vacuum {
     shared: Arc<Shared>,
-    pool: r2d2::Pool<Manager>,
+    /// The database, for the thread's own connection.
+    config: postgres::Config,
     name: String,
     /// Whether the thread was started.
     started: Mutex<bool>,
 }
 
 impl Vacuum {
-    pub(crate) fn new(pool: r2d2::Pool<Manager>, name: String) -> Self {
-        Self { shared: Arc::default(), pool, name, started: Mutex::new(false) }
+    pub(crate) fn new(config: postgres::Config, name: String) -> Self {
+        Self { shared: Arc::default(), config, name, started: Mutex::new(false) }
     }
 
     /// Counts `versions` dead row versions this process left; asks for a
@@ -92,11 +100,14 @@ impl Vacuum {
     fn ask(&self) {
         let mut started = self.started.lock();
         if !*started {
-            let (shared, pool, name) = (self.shared.clone(), self.pool.clone(), self.name.clone());
-            match std::thread::Builder::new().name("husk-pg-vacuum".into()).spawn(move || run(&shared, &pool, &name)) {
+            let (shared, config, name) = (self.shared.clone(), self.config.clone(), self.name.clone());
+            match std::thread::Builder::new().name("husk-pg-vacuum".into()).spawn(move || run(&shared, &config, &name))
+            {
                 Ok(_) => *started = true,
                 Err(error) => {
                     tracing::warn!(store = %self.name, %error, "cannot start the vacuum thread");
+                    // Counted afresh: the next 20,000 ask again.
+                    self.shared.dead.store(0, Ordering::Relaxed);
                     return;
                 }
             }
@@ -116,7 +127,8 @@ impl Drop for Vacuum {
 }
 
 /// The vacuum thread: one vacuum each time one is asked for, spaced out.
-fn run(shared: &Shared, pool: &r2d2::Pool<Manager>, name: &str) {
+fn run(shared: &Shared, config: &postgres::Config, name: &str) {
+    let mut client: Option<Client> = None;
     loop {
         {
             let mut state = shared.state.lock();
@@ -130,13 +142,20 @@ fn run(shared: &Shared, pool: &r2d2::Pool<Manager>, name: &str) {
         }
         shared.dead.store(0, Ordering::Relaxed);
         let started = Instant::now();
-        let result = match pool.get() {
-            Ok(mut conn) => conn.client.batch_execute(VACUUM).map_err(|e| describe(&e)),
-            Err(e) => Err(e.to_string()),
+        let result = match client.take().map_or_else(|| config.connect(NoTls), Ok) {
+            Ok(mut connected) => {
+                let result = connected.batch_execute(VACUUM).map_err(|e| describe(&e));
+                if result.is_ok() {
+                    client = Some(connected);
+                }
+                result
+            }
+            Err(e) => Err(describe(&e)),
         };
         let took = started.elapsed();
         match result {
-            Ok(()) => tracing::debug!(store = %name, ?took, "vacuumed husk_jobs"),
+            // The server may have skipped the table (held, or not ours).
+            Ok(()) => tracing::debug!(store = %name, ?took, "vacuum of husk_jobs done"),
             Err(error) => tracing::warn!(store = %name, %error, "vacuuming husk_jobs failed"),
         }
         let gap = (took * GAP_FACTOR).max(MIN_GAP);
