@@ -65,7 +65,8 @@ pub struct PostgresConfig {
     /// A `postgres://user:password@host:port/db` URL (or a libpq
     /// `key=value` string).
     pub url: String,
-    /// Most connections this process opens (besides the listener).
+    /// Most connections this process opens (besides the listener and the
+    /// vacuum thread's, one each).
     pub pool_size: u32,
     /// How long to wait for a connection.
     pub connect_timeout: Duration,
