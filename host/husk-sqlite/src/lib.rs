@@ -15,12 +15,13 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use parking_lot::{Mutex, MutexGuard};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
-
+mod group;
 mod migrations;
 mod rows;
+
+use group::{Access, Group};
 
 use migrations::MIGRATIONS;
 use rows::{Arm, arm, end, from_json, get_record, keyed_job, live_row, outcome_row, reclaim_expired, record_of};
@@ -65,7 +66,8 @@ pub enum Durability {
 #[derive(Debug)]
 pub struct SqliteStore {
     path: PathBuf,
-    conn: Mutex<Connection>,
+    /// The one connection, whose waiting calls share a commit.
+    group: Group,
 }
 
 /// A SQLite failure of `what` on `store`, of the kind a caller can act on.
@@ -126,8 +128,13 @@ impl SqliteStore {
             Durability::Normal => "NORMAL",
             Durability::Full => "FULL",
         };
-        conn.execute_batch(&format!("PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync};"))
-            .map_err(|e| fail("cannot enable WAL", &e))?;
+        // Calls sharing a transaction each run in a savepoint (see `group`),
+        // whose undo journal would otherwise be a temporary file made and
+        // removed per transaction.
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA temp_store = MEMORY;"
+        ))
+        .map_err(|e| fail("cannot enable WAL", &e))?;
         let tx =
             conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| fail("cannot write", &e))?;
         // Read again under the write lock: another process opening the same
@@ -143,7 +150,7 @@ impl SqliteStore {
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
             .map_err(|e| fail("cannot record the schema version", &e))?;
         tx.commit().map_err(|e| fail("cannot write", &e))?;
-        Ok(Self { path: path.to_owned(), conn: Mutex::new(conn) })
+        Ok(Self { path: path.to_owned(), group: Group::new(conn) })
     }
 
     /// The database file.
@@ -151,21 +158,26 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Turns a failure of `what` into a [`StoreError`] naming this store.
-    fn err<'a>(&'a self, what: &'a str) -> impl Fn(rusqlite::Error) -> StoreError + 'a {
-        move |e| store_error(&format!("SQLite store {}", self.path.display()), what, &e)
+    /// Runs a call that may write: in a transaction, whose commit it may
+    /// share with calls waiting for the connection (see `group`).
+    fn write<R>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<R>) -> Result<R, StoreError> {
+        self.group.run(Access::Write, f, |what, e| self.error(what, &e))
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock()
+    /// Runs a read-only call, `what`.
+    fn read<R>(&self, what: &str, f: impl FnOnce(&Connection) -> rusqlite::Result<R>) -> Result<R, StoreError> {
+        self.group.run(Access::Read, f, |step, e| self.error(if step == "read" { what } else { step }, &e))
     }
 
-    fn write<R>(&self, f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<R>) -> Result<R, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(self.err("begin"))?;
-        let result = f(&tx).map_err(self.err("write"))?;
-        tx.commit().map_err(self.err("commit"))?;
-        Ok(result)
+    /// A failure of `what` as a [`StoreError`] naming this store.
+    fn error(&self, what: &str, e: &rusqlite::Error) -> StoreError {
+        store_error(&format!("SQLite store {}", self.path.display()), what, e)
+    }
+
+    /// Transactions this store committed (each shared by the calls that
+    /// waited for it).
+    pub fn commits(&self) -> u64 {
+        self.group.commits()
     }
 }
 
@@ -352,98 +364,51 @@ impl JobStore for SqliteStore {
     }
 
     fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
-        get_record(&self.conn(), id.0 as i64, true).map_err(self.err("get"))
+        self.read("get", |conn| get_record(conn, id.0 as i64, true))
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
-        let conn = self.conn();
-        let limit = filter.limit.unwrap_or(100) as i64;
-        let before = filter.before.map(|id| id.0 as i64);
-        let state = filter.state.map(|s| match s {
-            JobState::Queued => QUEUED,
-            JobState::Gated => GATED,
-            JobState::Running => RUNNING,
-            JobState::Terminal => -1,
-        });
-        let after = filter.enqueued_after.map(millis);
-        let until = filter.enqueued_before.map(millis);
-        let code = filter.fault_code.as_deref();
-        let live_ids: Vec<i64> = if filter.ended_only() {
-            Vec::new()
-        } else {
-            conn.prepare_cached(
-                "SELECT id FROM jobs WHERE (?1 IS NULL OR topic = ?1) AND (?2 IS NULL OR state = ?2)
-                 AND (?4 IS NULL OR id < ?4) AND (?5 IS NULL OR enqueued_at >= ?5) AND (?6 IS NULL OR enqueued_at < ?6)
-                 AND (?7 IS NULL OR instr(json_extract(last_fault, '$.code'), ?7) > 0)
-                 ORDER BY id DESC LIMIT (SELECT ?3)",
-            )
-            .and_then(|mut s| {
-                s.query_map(params![filter.topic, state, limit, before, after, until, code], |r| r.get(0))?.collect()
-            })
-            .map_err(self.err("list"))?
-        };
-        let ended_ids: Vec<i64> = if state.is_some_and(|s| s != -1) {
-            Vec::new()
-        } else {
-            // A job's latest outcome only (a retried incident has several).
-            conn.prepare_cached(
-                "SELECT job_id FROM outcomes o WHERE (?1 IS NULL OR topic = ?1) AND (?3 IS NULL OR job_id < ?3)
-                 AND job_id NOT IN (SELECT id FROM jobs)
-                 AND seq = (SELECT max(seq) FROM outcomes l WHERE l.job_id = o.job_id)
-                 AND (?4 IS NULL OR json_extract(outcome, '$.kind') = ?4)
-                 AND (?5 IS NULL OR enqueued_at >= ?5) AND (?6 IS NULL OR enqueued_at < ?6)
-                 AND (?7 IS NULL OR instr(json_extract(last_fault, '$.code'), ?7) > 0)
-                 ORDER BY job_id DESC LIMIT (SELECT ?2)",
-            )
-            .and_then(|mut s| {
-                let kind = filter.outcome.map(|k| k.as_str());
-                s.query_map(params![filter.topic, limit, before, kind, after, until, code], |r| r.get(0))?.collect()
-            })
-            .map_err(self.err("list"))?
-        };
-        let mut ids: Vec<i64> = live_ids.into_iter().chain(ended_ids).collect();
-        ids.sort_unstable_by(|a, b| b.cmp(a));
-        ids.truncate(limit as usize);
-        ids.into_iter().filter_map(|id| get_record(&conn, id, false).map_err(self.err("list")).transpose()).collect()
+        self.read("list", |conn| list(conn, filter))
     }
 
     fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
-        let conn = self.conn();
-        let rows = conn
-            .prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE open_incident = 1 ORDER BY job_id"))
-            .and_then(|mut s| s.query_map([], outcome_row)?.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(self.err("incidents"))?;
-        rows.into_iter().map(record_of).collect::<rusqlite::Result<_>>().map_err(self.err("incidents"))
+        self.read("incidents", |conn| {
+            let rows = conn
+                .prepare_cached(&format!(
+                    "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE open_incident = 1 ORDER BY job_id"
+                ))?
+                .query_map([], outcome_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            rows.into_iter().map(record_of).collect()
+        })
     }
-
     fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
-        let conn = self.conn();
-        conn.prepare_cached(
-            "SELECT input FROM jobs WHERE id = ?1
-             UNION ALL SELECT input FROM outcomes WHERE job_id = ?1 AND open_incident = 1 AND input IS NOT NULL
-             LIMIT 1",
-        )
-        .and_then(|mut s| s.query_row([id.0 as i64], |row| row.get(0)).optional())
-        .map_err(self.err("input"))
+        self.read("input", |conn| {
+            conn.prepare_cached(
+                "SELECT input FROM jobs WHERE id = ?1
+                 UNION ALL SELECT input FROM outcomes WHERE job_id = ?1 AND open_incident = 1 AND input IS NOT NULL
+                 LIMIT 1",
+            )
+            .and_then(|mut s| s.query_row([id.0 as i64], |row| row.get(0)).optional())
+        })
     }
 
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
-        let conn = self.conn();
-        conn.prepare_cached(&format!(
-            "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE seq > ?1 ORDER BY seq LIMIT (SELECT ?2)"
-        ))
-        .and_then(|mut s| {
-            s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|(o, _, _)| o))?.collect()
+        self.read("outcomes", |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE seq > ?1 ORDER BY seq LIMIT (SELECT ?2)"
+            ))
+            .and_then(|mut s| {
+                s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|(o, _, _)| o))?.collect()
+            })
         })
-        .map_err(self.err("outcomes"))
     }
 
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
-        let conn = self.conn();
-        let rows: Vec<(String, i64, i64)> = conn
-            .prepare_cached("SELECT topic, state, count(*) FROM jobs GROUP BY topic, state ORDER BY topic")
-            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
-            .map_err(self.err("depths"))?;
+        let rows: Vec<(String, i64, i64)> = self.read("depths", |conn| {
+            conn.prepare_cached("SELECT topic, state, count(*) FROM jobs GROUP BY topic, state ORDER BY topic")
+                .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+        })?;
         Ok(depths_of(rows))
     }
 
@@ -459,10 +424,10 @@ impl JobStore for SqliteStore {
     }
 
     fn paused(&self) -> Result<Vec<String>, StoreError> {
-        let conn = self.conn();
-        conn.prepare_cached("SELECT topic FROM paused ORDER BY topic")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-            .map_err(self.err("paused topics"))
+        self.read("paused topics", |conn| {
+            conn.prepare_cached("SELECT topic FROM paused ORDER BY topic")
+                .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        })
     }
 
     fn prune(&self, retention: &Retention, now: SystemTime, batch: usize) -> Result<Pruned, StoreError> {
@@ -493,11 +458,11 @@ impl JobStore for SqliteStore {
     }
 
     fn pruned_through(&self) -> Result<u64, StoreError> {
-        let conn = self.conn();
-        conn.prepare_cached("SELECT value FROM meta WHERE key = 'pruned_through'")
-            .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
-            .map(|v| v as u64)
-            .map_err(self.err("pruned outcomes"))
+        self.read("pruned outcomes", |conn| {
+            conn.prepare_cached("SELECT value FROM meta WHERE key = 'pruned_through'")
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+                .map(|v| v as u64)
+        })
     }
 
     fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
@@ -574,37 +539,86 @@ impl JobStore for SqliteStore {
     }
 
     fn current_versions(&self) -> Result<Vec<TopicVersion>, StoreError> {
-        let conn = self.conn();
-        conn.prepare_cached("SELECT topic, current, config FROM topic_versions ORDER BY topic")
-            .and_then(|mut s| {
+        self.read("current plugin versions", |conn| {
+            conn.prepare_cached("SELECT topic, current, config FROM topic_versions ORDER BY topic").and_then(|mut s| {
                 s.query_map([], |r| Ok(TopicVersion { topic: r.get(0)?, current: r.get(1)?, config: r.get(2)? }))?
                     .collect()
             })
-            .map_err(self.err("current plugin versions"))
+        })
     }
 
     fn kept_versions(&self, topic: &str) -> Result<Vec<StoredVersion>, StoreError> {
-        let conn = self.conn();
-        conn.prepare_cached(
-            "SELECT digest, origin, deployed_by, deployed_at FROM plugin_versions WHERE topic = ?1 ORDER BY seq DESC",
-        )
-        .and_then(|mut s| {
-            s.query_map([topic], |r| {
-                let origin: String = r.get(1)?;
-                stored_version(r.get(0)?, &origin, r.get(2)?, r.get(3)?)
-                    .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, e.into()))
-            })?
-            .collect()
+        self.read("plugin versions", |conn| {
+            conn.prepare_cached(
+                "SELECT digest, origin, deployed_by, deployed_at FROM plugin_versions WHERE topic = ?1 ORDER BY seq DESC",
+            )
+            .and_then(|mut s| {
+                s.query_map([topic], |r| {
+                    let origin: String = r.get(1)?;
+                    stored_version(r.get(0)?, &origin, r.get(2)?, r.get(3)?)
+                        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, e.into()))
+                })?
+                .collect()
+            })
         })
-        .map_err(self.err("plugin versions"))
     }
 
     fn version_component(&self, topic: &str, digest: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let conn = self.conn();
-        conn.prepare_cached("SELECT component FROM plugin_versions WHERE topic = ?1 AND digest = ?2")
-            .and_then(|mut s| s.query_row([topic, digest], |r| r.get(0)).optional())
-            .map_err(self.err("plugin component"))
+        self.read("plugin component", |conn| {
+            conn.prepare_cached("SELECT component FROM plugin_versions WHERE topic = ?1 AND digest = ?2")
+                .and_then(|mut s| s.query_row([topic, digest], |r| r.get(0)).optional())
+        })
     }
+}
+
+/// The jobs `filter` selects, newest first (see [`JobStore::list`]).
+fn list(conn: &Connection, filter: &ListFilter) -> rusqlite::Result<Vec<JobRecord>> {
+    let limit = filter.limit.unwrap_or(100) as i64;
+    let before = filter.before.map(|id| id.0 as i64);
+    let state = filter.state.map(|s| match s {
+        JobState::Queued => QUEUED,
+        JobState::Gated => GATED,
+        JobState::Running => RUNNING,
+        JobState::Terminal => -1,
+    });
+    let after = filter.enqueued_after.map(millis);
+    let until = filter.enqueued_before.map(millis);
+    let code = filter.fault_code.as_deref();
+    let live_ids: Vec<i64> = if filter.ended_only() {
+        Vec::new()
+    } else {
+        conn.prepare_cached(
+            "SELECT id FROM jobs WHERE (?1 IS NULL OR topic = ?1) AND (?2 IS NULL OR state = ?2)
+             AND (?4 IS NULL OR id < ?4) AND (?5 IS NULL OR enqueued_at >= ?5) AND (?6 IS NULL OR enqueued_at < ?6)
+             AND (?7 IS NULL OR instr(json_extract(last_fault, '$.code'), ?7) > 0)
+             ORDER BY id DESC LIMIT (SELECT ?3)",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![filter.topic, state, limit, before, after, until, code], |r| r.get(0))?.collect()
+        })?
+    };
+    let ended_ids: Vec<i64> = if state.is_some_and(|s| s != -1) {
+        Vec::new()
+    } else {
+        // A job's latest outcome only (a retried incident has several).
+        conn.prepare_cached(
+            "SELECT job_id FROM outcomes o WHERE (?1 IS NULL OR topic = ?1) AND (?3 IS NULL OR job_id < ?3)
+             AND job_id NOT IN (SELECT id FROM jobs)
+             AND seq = (SELECT max(seq) FROM outcomes l WHERE l.job_id = o.job_id)
+             AND (?4 IS NULL OR json_extract(outcome, '$.kind') = ?4)
+             AND (?5 IS NULL OR enqueued_at >= ?5) AND (?6 IS NULL OR enqueued_at < ?6)
+             AND (?7 IS NULL OR instr(json_extract(last_fault, '$.code'), ?7) > 0)
+             ORDER BY job_id DESC LIMIT (SELECT ?2)",
+        )
+        .and_then(|mut s| {
+            let kind = filter.outcome.map(|k| k.as_str());
+            s.query_map(params![filter.topic, limit, before, kind, after, until, code], |r| r.get(0))?.collect()
+        })?
+    };
+    let mut ids: Vec<i64> = live_ids.into_iter().chain(ended_ids).collect();
+    ids.sort_unstable_by(|a, b| b.cmp(a));
+    ids.truncate(limit as usize);
+    ids.into_iter().filter_map(|id| get_record(conn, id, false).transpose()).collect()
 }
 
 /// The conformance suite husk exports, on fresh SQLite files.

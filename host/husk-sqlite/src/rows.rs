@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
@@ -19,7 +19,7 @@ pub(crate) fn json_err(e: serde_json::Error) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
 }
 
-pub(crate) fn live_row(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<Option<LiveRow>> {
+pub(crate) fn live_row(tx: &Connection, id: i64) -> rusqlite::Result<Option<LiveRow>> {
     tx.prepare_cached(&format!("SELECT {LIVE_COLUMNS} FROM jobs WHERE id = ?1"))?
         .query_row([id], |r| {
             Ok(LiveRow {
@@ -52,7 +52,7 @@ macro_rules! appended_history {
 /// history: records its outcome (an open incident when `Failed`) and
 /// removes it from the live jobs.
 pub(crate) fn end(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     job: &LiveRow,
     outcome: Outcome,
     attempt: Option<&AttemptRecord>,
@@ -93,7 +93,7 @@ pub(crate) struct Arm<'a> {
 }
 
 /// Puts an unlocked live job in the queue or behind its gate.
-pub(crate) fn arm(tx: &Transaction<'_>, arm: Arm<'_>, now: SystemTime) -> rusqlite::Result<()> {
+pub(crate) fn arm(tx: &Connection, arm: Arm<'_>, now: SystemTime) -> rusqlite::Result<()> {
     let (state, not_before) = armed_state(arm.gate, now);
     tx.prepare_cached(concat!(
         "UPDATE jobs SET state = ?2, not_before = ?3, attempt = ?4, last_fault = COALESCE(?5, last_fault),
@@ -106,7 +106,7 @@ pub(crate) fn arm(tx: &Transaction<'_>, arm: Arm<'_>, now: SystemTime) -> rusqli
 }
 
 pub(crate) fn reclaim_expired(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     now: SystemTime,
     ended: &mut Vec<TerminalOutcome>,
 ) -> rusqlite::Result<()> {
@@ -174,7 +174,7 @@ pub(crate) fn get_record(conn: &Connection, id: i64, with_attempts: bool) -> rus
 }
 
 /// The job that took idempotency key `key`, if one did.
-pub(crate) fn keyed_job(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<Option<JobId>> {
+pub(crate) fn keyed_job(tx: &Connection, key: &str) -> rusqlite::Result<Option<JobId>> {
     let id: Option<i64> =
         tx.prepare_cached("SELECT job_id FROM keys WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()?;
     Ok(id.map(|id| JobId(id as u64)))

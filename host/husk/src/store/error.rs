@@ -5,7 +5,7 @@
 /// [`StoreError::is_retryable`] tells a failure worth trying again (the
 /// store is unreachable or busy, or a write met a concurrent one) from one
 /// that will not pass by itself.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The store cannot be reached or used now: a connection refused or
