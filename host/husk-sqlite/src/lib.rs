@@ -46,10 +46,16 @@ const STATEMENT_CACHE: usize = 64;
 // again (a fetch spent a quarter of its time there). A subquery's value is
 // not read at planning, and the cached statement stays prepared.
 
+// Likewise `topic = CAST(?4 AS TEXT)`, not `topic = ?4`: in this claim the
+// planner marks the bare `?4` as one whose value it read, and rusqlite, when
+// it puts a statement back in its cache, clears its bindings, which expires
+// such a statement: each claim was parsed and planned again (about 100 µs,
+// a fifth of the connection's time under load). The plan is the same.
+
 /// Locks up to `?5` ready jobs of topic `?4` for worker `?1` with token
 /// `?2` until `?3`.
 const CLAIM: &str = "UPDATE jobs SET state = 2, lock_worker = ?1, lock_token = ?2, lock_expires_at = ?3
-     WHERE id IN (SELECT id FROM jobs WHERE topic = ?4 AND state = 0 ORDER BY id LIMIT (SELECT ?5))
+     WHERE id IN (SELECT id FROM jobs WHERE topic = CAST(?4 AS TEXT) AND state = 0 ORDER BY id LIMIT (SELECT ?5))
      RETURNING id, input, attempt, policy, enqueued_at";
 
 /// How hard a commit tries to reach the disk.
@@ -657,18 +663,30 @@ mod tests {
     }
 
     /// The claim every fetch makes stays prepared whatever it is bound to
-    /// (see [`super::CLAIM`]): a statement re-planned per fetch cost a
-    /// quarter of the fetch.
+    /// (see [`super::CLAIM`]), taken from rusqlite's statement cache as the
+    /// store takes it: a statement re-planned per fetch cost a quarter of
+    /// the fetch.
     #[test]
     fn the_claim_is_planned_once_whatever_its_limit() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         super::MIGRATIONS.iter().for_each(|m| conn.execute_batch(m).unwrap());
-        let mut claim = conn.prepare(super::CLAIM).unwrap();
-        for limit in 1..=10i64 {
-            let mut rows = claim.query(rusqlite::params!["worker", limit, 1000 + limit, "topic", limit]).unwrap();
-            while rows.next().unwrap().is_some() {}
+        for i in 0..100 {
+            conn.execute(
+                "INSERT INTO jobs (topic, input, policy, attempt, state, enqueued_at) VALUES ('topic', x'00', '{}', 1, 0, ?1)",
+                [i],
+            )
+            .unwrap();
         }
-        let replanned = claim.get_status(rusqlite::StatementStatus::RePrepare);
+        let mut claimed = 0;
+        for limit in 1..=10i64 {
+            let mut claim = conn.prepare_cached(super::CLAIM).unwrap();
+            let mut rows = claim.query(rusqlite::params!["worker", limit, 1000 + limit, "topic", limit]).unwrap();
+            while rows.next().unwrap().is_some() {
+                claimed += 1;
+            }
+        }
+        assert_eq!(claimed, 55, "each claim took its limit's worth of jobs");
+        let replanned = conn.prepare_cached(super::CLAIM).unwrap().get_status(rusqlite::StatementStatus::RePrepare);
         assert!(replanned <= 1, "the claim was prepared again {replanned} times in 10 fetches");
     }
 }
