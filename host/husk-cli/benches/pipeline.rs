@@ -8,7 +8,8 @@
 //!
 //! `cargo bench -p husk-cli --bench pipeline [-- JOBS]` (default 200,000);
 //! `-- --latency`: only the latency runs, on PostgreSQL; `-- postgres`: only
-//! the PostgreSQL throughput runs; `-- --gate JOBS`: the cost of the
+//! the PostgreSQL throughput runs; `-- sqlite`: only the SQLite runs
+//! (throughput, then latency); `-- --gate JOBS`: the cost of the
 //! cluster-wide concurrency gate.
 //! PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
 //! start` runs; skipped (saying so) without one. Prints jobs/s for each; not
@@ -322,16 +323,26 @@ fn main() {
         let url = postgres_url().expect("a PostgreSQL server (scripts/postgres start)");
         return measure_pg_throughput(&url, jobs);
     }
-    let native =
-        measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), memory(), jobs);
-    let wasm = measure("wasm transform, memory store", Topic::wasm("bench", transform()), memory(), jobs);
-    println!("wasm / native = {:.2}", wasm / native);
     let dir = tempfile::tempdir().unwrap();
     let sqlite = || {
         let path = dir.path().join(format!("bench-{}.db", fastrand::u32(..)));
         Arc::new(SqliteStore::open(&path, Durability::Normal).unwrap()) as Arc<dyn JobStore>
     };
-    measure("wasm transform, SQLite store (synchronous=NORMAL)", Topic::wasm("bench", transform()), sqlite(), jobs);
+    let sqlite_throughput = || {
+        measure("wasm transform, SQLite store (synchronous=NORMAL)", Topic::wasm("bench", transform()), sqlite(), jobs)
+    };
+    if args.iter().any(|a| a == "sqlite") {
+        sqlite_throughput();
+        for batch in [1, 32] {
+            measure_latency("SQLite store", sqlite(), batch, LATENCY_JOBS);
+        }
+        return;
+    }
+    let native =
+        measure("native handler, memory store", Topic::native("bench", Arc::new(NativeTransform)), memory(), jobs);
+    let wasm = measure("wasm transform, memory store", Topic::wasm("bench", transform()), memory(), jobs);
+    println!("wasm / native = {:.2}", wasm / native);
+    sqlite_throughput();
     let url = postgres_url();
     match &url {
         Some(url) => measure_pg_throughput(url, jobs),
