@@ -126,26 +126,27 @@ impl Group {
                 (Arc::new(Txn::default()), 0)
             }
         };
-        let result = match catch_unwind(AssertUnwindSafe(|| in_savepoint(&open.conn, access, call))) {
-            Ok(result) => result,
+        let ran = match catch_unwind(AssertUnwindSafe(|| in_savepoint(&open.conn, access, call))) {
+            Ok(ran) => ran,
             Err(panic) => {
-                let abort = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT);
-                let failed = err("write", rusqlite::Error::SqliteFailure(abort, Some("a store call panicked".into())));
+                let failed = err("write", aborted("a store call panicked"));
                 Self::abandon(&open.conn, &txn, failed);
                 drop(open);
                 resume_unwind(panic);
             }
         };
-        let result = match result {
-            Ok(value) => Ok(value),
-            // SQLite rolled back the whole transaction by itself (a full
-            // disk, an I/O error): every call in it failed.
-            Err(e) if open.conn.is_autocommit() => {
-                let failed = err("write", e);
-                txn.end(Err(failed.clone()));
+        let step = match access {
+            Access::Write => "write",
+            Access::Read => "read",
+        };
+        let result = match ran {
+            Ran::Done(result) => result.map_err(|e| err(step, e)),
+            Ran::Broken(e) => {
+                // Every call in the transaction failed with it.
+                let failed = err(step, e);
+                Self::abandon(&open.conn, &txn, failed.clone());
                 return Err(failed);
             }
-            Err(e) => Err(err("write", e)),
         };
         let calls = calls + 1;
         if self.queued.load(Ordering::SeqCst) > 0 && calls < MAX_CALLS {
@@ -169,8 +170,8 @@ impl Group {
         result
     }
 
-    /// Rolls back the open transaction after a call panicked in it, failing
-    /// the calls that ran in it with `failed`.
+    /// Rolls back the open transaction after a call panicked or broke it,
+    /// failing the calls that ran in it with `failed`.
     fn abandon(conn: &Connection, txn: &Txn, failed: StoreError) {
         if !conn.is_autocommit() {
             let _ = conn.execute_batch("ROLLBACK");
@@ -179,29 +180,46 @@ impl Group {
     }
 }
 
+/// An abort of the shared transaction, saying why.
+fn aborted(why: &str) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT), Some(why.to_owned()))
+}
+
+/// How a call went in the shared transaction.
+enum Ran<R> {
+    /// The call's own result; the transaction holds the calls before it
+    /// intact (a failed call's savepoint was rolled back).
+    Done(rusqlite::Result<R>),
+    /// The transaction is gone or cannot be trusted: SQLite rolled it back
+    /// by itself (a full disk, an I/O error), or a savepoint could not be
+    /// made, released or rolled back.
+    Broken(rusqlite::Error),
+}
+
 /// Runs `call` in a savepoint of the open transaction (a read-only call
 /// needs none): rolled back alone if it fails.
-fn in_savepoint<R>(
-    conn: &Connection,
-    access: Access,
-    call: impl FnOnce(&Connection) -> rusqlite::Result<R>,
-) -> rusqlite::Result<R> {
-    if access == Access::Read {
-        return call(conn);
+fn in_savepoint<R>(conn: &Connection, access: Access, call: impl FnOnce(&Connection) -> rusqlite::Result<R>) -> Ran<R> {
+    let statement = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(drop);
+    if access == Access::Write
+        && let Err(e) = statement("SAVEPOINT call")
+    {
+        return Ran::Broken(e);
     }
-    let statement = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([]));
-    statement("SAVEPOINT call")?;
-    match call(conn) {
-        Ok(value) => {
-            statement("RELEASE call")?;
-            Ok(value)
-        }
-        Err(e) if conn.is_autocommit() => Err(e),
-        Err(e) => {
-            statement("ROLLBACK TO call")?;
-            statement("RELEASE call")?;
-            Err(e)
-        }
+    let result = call(conn);
+    if conn.is_autocommit() {
+        // Rolled back whole, the calls before this one with it.
+        return Ran::Broken(result.err().unwrap_or_else(|| aborted("the transaction was rolled back")));
+    }
+    if access == Access::Read {
+        return Ran::Done(result);
+    }
+    let ended = match &result {
+        Ok(_) => statement("RELEASE call"),
+        Err(_) => statement("ROLLBACK TO call").and_then(|()| statement("RELEASE call")),
+    };
+    match ended {
+        Ok(()) => Ran::Done(result),
+        Err(e) => Ran::Broken(e),
     }
 }
 
@@ -410,5 +428,36 @@ mod tests {
         assert!(last.is_ok(), "{last:?}");
         assert_eq!(committed(&reader), vec![2], "the panicking call's transaction was rolled back");
         assert_eq!(group.commits(), 1);
+    }
+
+    #[test]
+    fn a_transaction_sqlite_rolled_back_by_itself_fails_every_call_in_it() {
+        let (group, reader, _dir) = group();
+        // Call 1 ends the transaction under the calls' feet, as SQLite does
+        // on a full disk or an I/O error.
+        let (first, go) = holding(&group, |conn| insert(conn, 0, None));
+        let second = {
+            let group = group.clone();
+            std::thread::spawn(move || {
+                group.run(
+                    Access::Write,
+                    |conn| {
+                        insert(conn, 1, None)?;
+                        conn.execute_batch("ROLLBACK")
+                    },
+                    err,
+                )
+            })
+        };
+        while group.queued.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        go.send(()).unwrap();
+        let (first, second) = (first.join().unwrap(), second.join().unwrap());
+        assert!(second.as_ref().is_err_and(|e| e.to_string().contains("rolled back")), "{second:?}");
+        assert!(first.as_ref().is_err_and(|e| e.to_string().contains("rolled back")), "{first:?}");
+        assert_eq!(committed(&reader), Vec::<i64>::new());
+        group.run(Access::Write, |conn| insert(conn, 2, None), err).unwrap();
+        assert_eq!(committed(&reader), vec![2], "the connection is usable again");
     }
 }
