@@ -1,8 +1,9 @@
 //! The SQLite job store: one file, WAL, migrations at open. The embedded,
 //! durable default.
 //!
-//! Durability: every enqueue, claim, report and cancel is one transaction,
-//! committed before the call returns. With `synchronous = NORMAL` (the
+//! Durability: every enqueue, claim, report and cancel is committed before
+//! the call returns, in a transaction of its own or shared with the calls
+//! that waited for the connection meanwhile (group commit, see `group`). With `synchronous = NORMAL` (the
 //! default here) a committed transaction survives the process being killed
 //! (`kill -9`): it is in the WAL, in the operating system's page cache. A
 //! power loss can lose the transactions committed since the last WAL sync
