@@ -14,6 +14,7 @@
 //! reports a batch of decisions in one transaction each.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -157,7 +158,12 @@ impl SqliteStore {
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
             .map_err(|e| fail("cannot record the schema version", &e))?;
         tx.commit().map_err(|e| fail("cannot write", &e))?;
-        Ok(Self { path: path.to_owned(), group: Group::new(conn) })
+        let name = store.clone();
+        let group =
+            Group::new(conn, "husk-sqlite", Arc::new(move |what, e| store_error(&name, what, e))).map_err(|e| {
+                StoreError::Unavailable { store, message: format!("cannot start its connection thread: {e}") }
+            })?;
+        Ok(Self { path: path.to_owned(), group })
     }
 
     /// The database file.
@@ -165,20 +171,22 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Runs a call that may write: in a transaction, whose commit it may
-    /// share with calls waiting for the connection (see `group`).
-    fn write<R>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<R>) -> Result<R, StoreError> {
-        self.group.run(Access::Write, f, |what, e| self.error(what, &e))
+    /// Runs a call that may write, in the next transaction of the
+    /// connection thread (see `group`).
+    fn write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        self.group.run(Access::Write, "write", f)
     }
 
     /// Runs a read-only call, `what`.
-    fn read<R>(&self, what: &str, f: impl FnOnce(&Connection) -> rusqlite::Result<R>) -> Result<R, StoreError> {
-        self.group.run(Access::Read, f, |step, e| self.error(if step == "read" { what } else { step }, &e))
-    }
-
-    /// A failure of `what` as a [`StoreError`] naming this store.
-    fn error(&self, what: &str, e: &rusqlite::Error) -> StoreError {
-        store_error(&format!("SQLite store {}", self.path.display()), what, e)
+    fn read<R: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        self.group.run(Access::Read, what, f)
     }
 
     /// Transactions this store committed (each shared by the calls that
@@ -192,7 +200,7 @@ impl JobStore for SqliteStore {
     fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
         // The write transaction is exclusive (IMMEDIATE): no other enqueue
         // can take a key between the look-up and the insert.
-        self.write(|tx| {
+        self.write(move |tx| {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO jobs (topic, input, policy, attempt, state, not_before, enqueued_at)
                  VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6)",
@@ -223,19 +231,21 @@ impl JobStore for SqliteStore {
     }
 
     fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
-        self.write(|tx| {
+        let (worker, topics) = (request.worker.to_owned(), request.topics.to_vec());
+        let (max, lock_duration) = (request.max, request.lock_duration);
+        self.write(move |tx| {
             let mut fetched = Fetched::default();
             let now_ms = millis(now);
             tx.prepare_cached("UPDATE jobs SET state = 0, not_before = NULL WHERE state = 1 AND not_before <= ?1")?
                 .execute([now_ms])?;
             reclaim_expired(tx, now, &mut fetched.ended)?;
-            let expires_at = now + request.lock_duration;
-            let mut remaining = request.max;
+            let expires_at = now + lock_duration;
+            let mut remaining = max;
             let paused = tx
                 .prepare_cached("SELECT topic FROM paused")?
                 .query_map([], |r| r.get::<_, String>(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            for topic in request.topics {
+            for topic in &topics {
                 if remaining == 0 {
                     break;
                 }
@@ -247,7 +257,7 @@ impl JobStore for SqliteStore {
                     .query_row([], |r| r.get(0))?;
                 let mut claim = tx.prepare_cached(CLAIM)?;
                 let claimed = claim
-                    .query_map(params![request.worker, token, millis(expires_at), topic, remaining as i64], |r| {
+                    .query_map(params![worker, token, millis(expires_at), topic, remaining as i64], |r| {
                         let policy: String = r.get(3)?;
                         Ok(LockedJob {
                             lock: Lock { job: JobId(r.get::<_, i64>(0)? as u64), token: token as u64 },
@@ -276,7 +286,7 @@ impl JobStore for SqliteStore {
     }
 
     fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
-        self.write(|tx| {
+        self.write(move |tx| {
             reports
                 .into_iter()
                 .map(|(lock, report)| {
@@ -313,7 +323,7 @@ impl JobStore for SqliteStore {
     }
 
     fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {
-        self.write(|tx| {
+        self.write(move |tx| {
             let Some(job) = live_row(tx, lock.job.0 as i64)? else { return Ok(false) };
             if !job.held(lock, now) {
                 return Ok(false);
@@ -325,7 +335,7 @@ impl JobStore for SqliteStore {
     }
 
     fn cancel(&self, id: JobId, now: SystemTime) -> Result<CancelResult, StoreError> {
-        self.write(|tx| {
+        self.write(move |tx| {
             let Some(job) = live_row(tx, id.0 as i64)? else {
                 let ended: bool =
                     tx.query_row("SELECT EXISTS (SELECT 1 FROM outcomes WHERE job_id = ?1)", [id.0 as i64], |r| {
@@ -342,7 +352,7 @@ impl JobStore for SqliteStore {
     }
 
     fn retry_incident(&self, id: JobId, _now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
-        self.write(|tx| {
+        self.write(move |tx| {
             let id = id.0 as i64;
             let incident: Option<(i64, i64)> = tx
                 .query_row(
@@ -371,15 +381,16 @@ impl JobStore for SqliteStore {
     }
 
     fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
-        self.read("get", |conn| get_record(conn, id.0 as i64, true))
+        self.read("get", move |conn| get_record(conn, id.0 as i64, true))
     }
 
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
-        self.read("list", |conn| list(conn, filter))
+        let filter = filter.clone();
+        self.read("list", move |conn| list(conn, &filter))
     }
 
     fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
-        self.read("incidents", |conn| {
+        self.read("incidents", move |conn| {
             let rows = conn
                 .prepare_cached(&format!(
                     "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE open_incident = 1 ORDER BY job_id"
@@ -390,7 +401,7 @@ impl JobStore for SqliteStore {
         })
     }
     fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
-        self.read("input", |conn| {
+        self.read("input", move |conn| {
             conn.prepare_cached(
                 "SELECT input FROM jobs WHERE id = ?1
                  UNION ALL SELECT input FROM outcomes WHERE job_id = ?1 AND open_incident = 1 AND input IS NOT NULL
@@ -401,7 +412,7 @@ impl JobStore for SqliteStore {
     }
 
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
-        self.read("outcomes", |conn| {
+        self.read("outcomes", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE seq > ?1 ORDER BY seq LIMIT (SELECT ?2)"
             ))
@@ -412,7 +423,7 @@ impl JobStore for SqliteStore {
     }
 
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
-        let rows: Vec<(String, i64, i64)> = self.read("depths", |conn| {
+        let rows: Vec<(String, i64, i64)> = self.read("depths", move |conn| {
             conn.prepare_cached("SELECT topic, state, count(*) FROM jobs GROUP BY topic, state ORDER BY topic")
                 .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
         })?;
@@ -420,18 +431,19 @@ impl JobStore for SqliteStore {
     }
 
     fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
-        self.write(|tx| {
+        let topic = topic.to_owned();
+        self.write(move |tx| {
             let sql = if paused {
                 "INSERT INTO paused (topic) VALUES (?1) ON CONFLICT DO NOTHING"
             } else {
                 "DELETE FROM paused WHERE topic = ?1"
             };
-            Ok(tx.prepare_cached(sql)?.execute([topic])? == 1)
+            Ok(tx.prepare_cached(sql)?.execute([&topic])? == 1)
         })
     }
 
     fn paused(&self) -> Result<Vec<String>, StoreError> {
-        self.read("paused topics", |conn| {
+        self.read("paused topics", move |conn| {
             conn.prepare_cached("SELECT topic FROM paused ORDER BY topic")
                 .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         })
@@ -439,7 +451,7 @@ impl JobStore for SqliteStore {
 
     fn prune(&self, retention: &Retention, now: SystemTime, batch: usize) -> Result<Pruned, StoreError> {
         let [completed, failed, others, latest] = prune_cutoffs(retention, now);
-        self.write(|tx| {
+        self.write(move |tx| {
             let pruned: Vec<(i64, i64)> = tx
                 .prepare_cached(concat!(
                     "DELETE FROM outcomes WHERE seq IN (",
@@ -465,7 +477,7 @@ impl JobStore for SqliteStore {
     }
 
     fn pruned_through(&self) -> Result<u64, StoreError> {
-        self.read("pruned outcomes", |conn| {
+        self.read("pruned outcomes", move |conn| {
             conn.prepare_cached("SELECT value FROM meta WHERE key = 'pruned_through'")
                 .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
                 .map(|v| v as u64)
@@ -473,7 +485,7 @@ impl JobStore for SqliteStore {
     }
 
     fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
-        self.write(|tx| {
+        self.write(move |tx| {
             let id = id.0 as i64;
             let closed = tx
                 .prepare_cached(
@@ -500,7 +512,8 @@ impl JobStore for SqliteStore {
         config: bool,
         keep: usize,
     ) -> Result<(), StoreError> {
-        self.write(|tx| {
+        let (topic, version, component) = (topic.to_owned(), version.clone(), component.to_vec());
+        self.write(move |tx| {
             let seq: i64 = tx
                 .prepare_cached(
                     "INSERT INTO topic_versions (topic, current, config, seq)
@@ -528,7 +541,8 @@ impl JobStore for SqliteStore {
     }
 
     fn set_current_version(&self, topic: &str, version: &StoredVersion) -> Result<bool, StoreError> {
-        self.write(|tx| {
+        let (topic, version) = (topic.to_owned(), version.clone());
+        self.write(move |tx| {
             let stamp = &version.stamp;
             let updated = tx
                 .prepare_cached(
@@ -546,7 +560,7 @@ impl JobStore for SqliteStore {
     }
 
     fn current_versions(&self) -> Result<Vec<TopicVersion>, StoreError> {
-        self.read("current plugin versions", |conn| {
+        self.read("current plugin versions", move |conn| {
             conn.prepare_cached("SELECT topic, current, config FROM topic_versions ORDER BY topic").and_then(|mut s| {
                 s.query_map([], |r| Ok(TopicVersion { topic: r.get(0)?, current: r.get(1)?, config: r.get(2)? }))?
                     .collect()
@@ -555,7 +569,8 @@ impl JobStore for SqliteStore {
     }
 
     fn kept_versions(&self, topic: &str) -> Result<Vec<StoredVersion>, StoreError> {
-        self.read("plugin versions", |conn| {
+        let topic = topic.to_owned();
+        self.read("plugin versions", move |conn| {
             conn.prepare_cached(
                 "SELECT digest, origin, deployed_by, deployed_at FROM plugin_versions WHERE topic = ?1 ORDER BY seq DESC",
             )
@@ -571,7 +586,8 @@ impl JobStore for SqliteStore {
     }
 
     fn version_component(&self, topic: &str, digest: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.read("plugin component", |conn| {
+        let (topic, digest) = (topic.to_owned(), digest.to_owned());
+        self.read("plugin component", move |conn| {
             conn.prepare_cached("SELECT component FROM plugin_versions WHERE topic = ?1 AND digest = ?2")
                 .and_then(|mut s| s.query_row([topic, digest], |r| r.get(0)).optional())
         })

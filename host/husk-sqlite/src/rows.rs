@@ -151,8 +151,10 @@ pub(crate) fn record_of(row: (TerminalOutcome, String, Option<String>)) -> rusql
 }
 
 /// A job's record, live or ended; with its attempts when `with_attempts`.
+/// Its statements read one snapshot: every store call runs in a
+/// transaction (see `group`).
 pub(crate) fn get_record(conn: &Connection, id: i64, with_attempts: bool) -> rusqlite::Result<Option<JobRecord>> {
-    let tx = conn.unchecked_transaction()?;
+    let tx = conn;
     let history = |sql: &str, key: i64| -> rusqlite::Result<Vec<AttemptRecord>> {
         if !with_attempts {
             return Ok(Vec::new());
@@ -160,7 +162,7 @@ pub(crate) fn get_record(conn: &Connection, id: i64, with_attempts: bool) -> rus
         let json: String = tx.prepare_cached(sql)?.query_row([key], |r| r.get(0))?;
         history_of(&json).map_err(json_err)
     };
-    if let Some(job) = live_row(&tx, id)? {
+    if let Some(job) = live_row(tx, id)? {
         let attempts = history("SELECT history FROM jobs WHERE id = ?1", id)?;
         return Ok(Some(JobRecord { attempts, ..job.record().map_err(json_err)? }));
     }
