@@ -224,7 +224,7 @@ impl Drop for Group {
 /// The connection thread: one transaction for every batch of calls waiting.
 fn serve(conn: &Connection, shared: &Shared, err: &ErrorOf) {
     loop {
-        let mut batch: Vec<Box<dyn Call>> = {
+        let batch: Vec<Box<dyn Call>> = {
             let mut queue = shared.queue.lock();
             while queue.calls.is_empty() && !queue.closed {
                 shared.arrived.wait(&mut queue);
@@ -244,7 +244,7 @@ fn serve(conn: &Connection, shared: &Shared, err: &ErrorOf) {
         }
         let mut ran = Vec::with_capacity(batch.len());
         let mut broken = None;
-        let mut calls = batch.drain(..);
+        let mut calls = batch.into_iter();
         for mut call in calls.by_ref() {
             match catch_unwind(AssertUnwindSafe(|| call.run(conn))) {
                 Ok(Ran::Done) => ran.push(call),
@@ -270,9 +270,7 @@ fn serve(conn: &Connection, shared: &Shared, err: &ErrorOf) {
         }
         let ended = match broken {
             Some(failed) => {
-                if !conn.is_autocommit() {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
+                roll_back(conn);
                 Err(failed)
             }
             None => match statement(conn, "COMMIT") {
@@ -281,14 +279,20 @@ fn serve(conn: &Connection, shared: &Shared, err: &ErrorOf) {
                     Ok(())
                 }
                 Err(e) => {
-                    if !conn.is_autocommit() {
-                        let _ = conn.execute_batch("ROLLBACK");
-                    }
+                    roll_back(conn);
                     Err(err("commit", &e))
                 }
             },
         };
         ran.into_iter().for_each(|call| call.finish(ended.clone()));
+    }
+}
+
+/// Rolls back the open transaction, if SQLite has not already. Its calls
+/// are failed by the caller; a rollback that fails leaves nothing more to do.
+fn roll_back(conn: &Connection) {
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Durability: every enqueue, claim, report and cancel is committed before
 //! the call returns, in a transaction of its own or shared with the calls
-//! that waited for the connection meanwhile (group commit, see `group`). With `synchronous = NORMAL` (the
-//! default here) a committed transaction survives the process being killed
+//! queued meanwhile (group commit, see `group`). With `synchronous = NORMAL`
+//! (the default here) a committed transaction survives the process being killed
 //! (`kill -9`): it is in the WAL, in the operating system's page cache. A
 //! power loss can lose the transactions committed since the last WAL sync
 //! (checkpoint). [`Durability::Full`] syncs the WAL on every commit and
@@ -74,7 +74,7 @@ pub enum Durability {
 #[derive(Debug)]
 pub struct SqliteStore {
     path: PathBuf,
-    /// The one connection, whose waiting calls share a commit.
+    /// The one connection, on a thread of its own (see `group`).
     group: Group,
 }
 
@@ -187,12 +187,6 @@ impl SqliteStore {
         f: impl FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
     ) -> Result<R, StoreError> {
         self.group.run(Access::Read, what, f)
-    }
-
-    /// Transactions this store committed (each shared by the calls that
-    /// waited for it).
-    pub fn commits(&self) -> u64 {
-        self.group.commits()
     }
 }
 
@@ -400,6 +394,7 @@ impl JobStore for SqliteStore {
             rows.into_iter().map(record_of).collect()
         })
     }
+
     fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
         self.read("input", move |conn| {
             conn.prepare_cached(

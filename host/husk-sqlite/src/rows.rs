@@ -154,19 +154,18 @@ pub(crate) fn record_of(row: (TerminalOutcome, String, Option<String>)) -> rusql
 /// Its statements read one snapshot: every store call runs in a
 /// transaction (see `group`).
 pub(crate) fn get_record(conn: &Connection, id: i64, with_attempts: bool) -> rusqlite::Result<Option<JobRecord>> {
-    let tx = conn;
     let history = |sql: &str, key: i64| -> rusqlite::Result<Vec<AttemptRecord>> {
         if !with_attempts {
             return Ok(Vec::new());
         }
-        let json: String = tx.prepare_cached(sql)?.query_row([key], |r| r.get(0))?;
+        let json: String = conn.prepare_cached(sql)?.query_row([key], |r| r.get(0))?;
         history_of(&json).map_err(json_err)
     };
-    if let Some(job) = live_row(tx, id)? {
+    if let Some(job) = live_row(conn, id)? {
         let attempts = history("SELECT history FROM jobs WHERE id = ?1", id)?;
         return Ok(Some(JobRecord { attempts, ..job.record().map_err(json_err)? }));
     }
-    let row = tx
+    let row = conn
         .prepare_cached(&format!("SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE job_id = ?1 ORDER BY seq DESC LIMIT 1"))?
         .query_row([id], outcome_row)
         .optional()?;
