@@ -312,10 +312,10 @@ impl Dispatcher {
                 }
                 return Ok(Vec::new());
             }
-            let seen = notifier.generation();
+            let seen = notifier.seen();
             let now = self.clock.now();
             let permits = gate.map_or(request.max, |g| g.try_take(request.max));
-            let mut next_wake = None;
+            let (mut next_wake, mut looked) = (None, false);
             if permits > 0 {
                 let fetched = self.store.fetch_and_lock(FetchRequest { max: permits, ..request }, now);
                 if let Some(gate) = gate
@@ -331,13 +331,16 @@ impl Dispatcher {
                 if !fetched.jobs.is_empty() {
                     return Ok(fetched.jobs);
                 }
-                next_wake = fetched.next_wake;
+                // Found nothing: wakes for jobs enqueued before this fetch
+                // are spent (their jobs were claimed by others, or are not
+                // due yet).
+                (next_wake, looked) = (fetched.next_wake, true);
             }
             if now >= deadline {
                 return Ok(Vec::new());
             }
             let wake = next_wake.map_or(deadline, |gate| gate.min(deadline));
-            notifier.wait(seen, self.clock.real_wait(wake));
+            notifier.wait(seen, looked, self.clock.real_wait(wake));
         }
     }
 

@@ -2,9 +2,12 @@
 //! sleeps on that topic's [`Notifier`], so an enqueue wakes its topic's
 //! fetchers only, not every worker of every topic, and only as many of them
 //! as it made jobs (each woken fetcher costs a store query, and one that
-//! finds nothing costs the most). What concerns every topic — the clock moved by hand, a
-//! shutdown, a re-arm or release, permits given back, another process's
-//! notification — wakes all of them.
+//! finds nothing costs the most). A fetcher still busy with a fetch when
+//! jobs come takes one of their wakes when it is done, instead of a sleeper
+//! (see [`Notifier`]): so under a stream of single enqueues, each job costs
+//! one more fetch, not one for every fetcher busy meanwhile. What concerns
+//! every topic — the clock moved by hand, a shutdown, a re-arm or release,
+//! permits given back, another process's notification — wakes all of them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,9 +51,9 @@ impl Wakers {
     }
 
     /// Wakes fetchers of `topic` for `jobs` new fetchable jobs: as many of
-    /// its sleeping fetchers as there are jobs, since one fetch claims at
-    /// least one (a fetcher woken for nothing still costs a store query),
-    /// and every fetcher of several topics.
+    /// its fetchers, asleep or on their way to sleep, as there are jobs,
+    /// since one fetch claims at least one (a fetcher woken for nothing
+    /// still costs a store query), and every fetcher of several topics.
     pub(super) fn topic(&self, topic: &str, jobs: u64) {
         if let Some(notifier) = self.topics.read().get(topic) {
             notifier.notify_some(jobs);
@@ -88,7 +91,7 @@ mod tests {
         let (on_a, on_b, on_both) =
             (wakers.for_fetch(&a), wakers.for_fetch(&b), wakers.for_fetch(&["a".into(), "b".into()]));
         assert!(Arc::ptr_eq(&on_a, &wakers.for_fetch(&a)), "one notifier per topic");
-        let seen = |n: &crate::clock::Notifier| n.generation();
+        let seen = |n: &crate::clock::Notifier| n.seen();
         let (a0, b0, both0) = (seen(&on_a), seen(&on_b), seen(&on_both));
         wakers.topic("a", 1);
         assert_ne!(seen(&on_a), a0);
@@ -115,9 +118,9 @@ mod tests {
         };
         std::thread::scope(|scope| {
             for _ in 0..3 {
-                let (seen, notifier, woken) = (notifier.generation(), &notifier, &woken);
+                let (seen, notifier, woken) = (notifier.seen(), &notifier, &woken);
                 scope.spawn(move || {
-                    notifier.wait(seen, None);
+                    notifier.wait(seen, true, None);
                     woken.fetch_add(1, Ordering::SeqCst);
                 });
             }
