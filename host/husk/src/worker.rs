@@ -13,7 +13,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 
 use crate::capability::Grants;
-use crate::dispatch::{Dispatcher, Pending};
+use crate::dispatch::{Dispatcher, LastFetch, Pending};
 use crate::plugin::Plugin;
 use crate::quota::ConcurrencyGate;
 use crate::sandbox::{CancelToken, Ending, Job, Kill, Limits, Sandbox};
@@ -365,6 +365,7 @@ impl Worker {
         let mut store_failures = 0u32;
         // Batches whose reports commit in the background, oldest first.
         let mut pending: VecDeque<Pending> = VecDeque::new();
+        let mut last = LastFetch::default();
         while !self.stop.load(Ordering::Acquire) {
             let request = FetchRequest {
                 worker: &self.name,
@@ -372,8 +373,8 @@ impl Worker {
                 max: self.config.fetch_batch,
                 lock_duration: self.config.lock_duration,
             };
-            let fetched =
-                self.dispatcher.fetch_and_lock(request, self.config.poll, &self.stop, self.hooks.gate.as_deref());
+            let gate = self.hooks.gate.as_deref();
+            let fetched = self.dispatcher.fetch_and_lock(request, self.config.poll, &self.stop, gate, &mut last);
             let jobs = match fetched {
                 Ok(jobs) => {
                     store_failures = 0;

@@ -244,8 +244,9 @@ mod tests {
                             max: 4,
                             lock_duration: Duration::from_secs(60),
                         };
-                        let jobs =
-                            dispatcher.fetch_and_lock(request, Duration::ZERO, &Default::default(), None).unwrap();
+                        let jobs = dispatcher
+                            .fetch_and_lock(request, Duration::ZERO, &Default::default(), None, &mut Default::default())
+                            .unwrap();
                         let sent: Vec<JobId> = jobs.iter().map(|j| j.id()).collect();
                         let reports = jobs
                             .iter()

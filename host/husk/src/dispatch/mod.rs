@@ -27,6 +27,7 @@ use complete::Completer;
 pub use complete::Pending;
 use stats::Counters;
 pub use stats::{Snapshot, Totals};
+pub use wake::LastFetch;
 use wake::Wakers;
 
 use crate::classify::{Classification, ErrorMapper, classify};
@@ -288,6 +289,10 @@ impl Dispatcher {
     /// report is in; while the tenant is at its limit the fetch waits
     /// without claiming (and holds no permit while it finds nothing).
     ///
+    /// `last`: what this fetcher's previous call found (see [`LastFetch`]).
+    /// If that fetch took every fetchable job, this call waits for a wake
+    /// (or the fetch's next gate, or `wait`'s end) before it fetches.
+    ///
     /// # Errors
     ///
     /// [`StoreError`] when the store fails.
@@ -297,9 +302,11 @@ impl Dispatcher {
         wait: Duration,
         stop: &AtomicBool,
         gate: Option<&ConcurrencyGate>,
+        last: &mut LastFetch,
     ) -> Result<Vec<LockedJob>, StoreError> {
         let deadline = self.clock.now() + wait;
         let notifier = self.wakers.for_fetch(request.topics);
+        let mut drained = last.take_drained(&notifier);
         loop {
             if self.shut_down.load(Ordering::Acquire) {
                 return Ok(Vec::new());
@@ -311,6 +318,17 @@ impl Dispatcher {
                     self.wakers.topic(topic, 1);
                 }
                 return Ok(Vec::new());
+            }
+            if let Some((seen, next_wake)) = drained.take() {
+                // The previous fetch took all there was: look again once a
+                // wake or its next gate comes. At the deadline it looks
+                // anyway (nothing is missed for longer than `wait`).
+                let now = self.clock.now();
+                if now < deadline && next_wake.is_none_or(|gate| gate > now) {
+                    let wake = next_wake.map_or(deadline, |gate| gate.min(deadline));
+                    notifier.wait(seen, true, self.clock.real_wait(wake));
+                    continue;
+                }
             }
             let seen = notifier.seen();
             let now = self.clock.now();
@@ -328,6 +346,10 @@ impl Dispatcher {
                 for ended in &fetched.ended {
                     self.deliver(ended);
                 }
+                // Fewer jobs than asked for: every job fetchable when this
+                // fetch began is taken (by it or by others), or not due.
+                let took_all = fetched.jobs.len() < permits;
+                last.record(took_all, &notifier, seen, fetched.next_wake);
                 if !fetched.jobs.is_empty() {
                     return Ok(fetched.jobs);
                 }

@@ -11,10 +11,58 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use parking_lot::RwLock;
 
-use crate::clock::{Clock, Notifier};
+use crate::clock::{Clock, Notifier, Seen};
+
+/// What a fetcher's previous fetch found, kept by the fetcher between its
+/// calls to [`Dispatcher::fetch_and_lock`](super::Dispatcher::fetch_and_lock).
+///
+/// A fetch that returned fewer jobs than it asked for took every job that
+/// was fetchable when it began: the next fetch would find only what came
+/// since. Under a stream of single enqueues that was one empty fetch per job
+/// (a claim and the wake-time queries, for nothing). So the next call first
+/// waits as if that fetch had found nothing: it fetches at once if a job's
+/// wake (or a change for all) came since, else when one comes or the
+/// fetch's next gate or lock expiry is due.
+///
+/// `Default` knows nothing: the first fetch runs at once.
+#[derive(Debug, Default)]
+pub struct LastFetch {
+    drained: Option<Drained>,
+}
+
+/// A fetch that took all there was: on which notifier, what it had seen
+/// before it began, and its next wake time.
+#[derive(Debug)]
+struct Drained {
+    notifier: Arc<Notifier>,
+    seen: Seen,
+    next_wake: Option<SystemTime>,
+}
+
+impl LastFetch {
+    /// Records a fetch on `notifier`, begun after `seen`, that took every
+    /// fetchable job (`drained`), or not.
+    pub(super) fn record(
+        &mut self,
+        drained: bool,
+        notifier: &Arc<Notifier>,
+        seen: Seen,
+        next_wake: Option<SystemTime>,
+    ) {
+        self.drained = drained.then(|| Drained { notifier: notifier.clone(), seen, next_wake });
+    }
+
+    /// Takes what the last fetch on `notifier` saw, if it drained the
+    /// topics: (what it had seen, its next wake time).
+    pub(super) fn take_drained(&mut self, notifier: &Arc<Notifier>) -> Option<(Seen, Option<SystemTime>)> {
+        let drained = self.drained.take()?;
+        Arc::ptr_eq(&drained.notifier, notifier).then_some((drained.seen, drained.next_wake))
+    }
+}
 
 /// The notifiers of a dispatcher's fetchers, by topic.
 #[derive(Debug)]
@@ -136,5 +184,81 @@ mod tests {
             until(&|| woken.load(Ordering::SeqCst) >= 3);
         });
         assert_eq!(notifier.sleepers(), 0);
+    }
+
+    /// A fetch that took fewer jobs than it asked for took all there was:
+    /// the fetcher's next call waits for a wake before it asks the store
+    /// again, rather than run a fetch that finds nothing. A full fetch, or
+    /// a call whose wait is over, asks at once.
+    #[test]
+    fn after_a_fetch_that_took_all_there_was_the_next_fetch_waits_for_a_wake() {
+        use std::time::Duration;
+
+        use crate::dispatch::{Dispatcher, LastFetch, TopicPolicy};
+        use crate::outcome::CollectingSink;
+        use crate::store::{FetchRequest, JobState, JobStore, MemoryStore, NewJob};
+
+        let clock = ManualClock::new();
+        let store = Arc::new(MemoryStore::new());
+        let sink = Arc::new(CollectingSink::default());
+        let dispatcher = Dispatcher::new(store.clone(), Arc::new(clock.clone()), sink, None);
+        dispatcher.set_topic("t", TopicPolicy::default());
+        let topics = ["t".to_owned()];
+        let request = FetchRequest { worker: "w", topics: &topics, max: 4, lock_duration: Duration::from_secs(60) };
+        let stop = Default::default();
+        // A job stored without a wake: as another process's enqueue whose
+        // notification has not come yet.
+        let unannounced = || {
+            let job = NewJob {
+                topic: "t".into(),
+                input: b"{}".to_vec(),
+                policy: Default::default(),
+                not_before: None,
+                key: None,
+            };
+            store.enqueue(vec![job], clock.now()).unwrap()[0].id
+        };
+        let fetch = |last: &mut LastFetch, wait: Duration| {
+            dispatcher.fetch_and_lock(request, wait, &stop, None, last).unwrap().len()
+        };
+
+        let mut last = LastFetch::default();
+        dispatcher.enqueue("t", b"{}".to_vec()).unwrap();
+        assert_eq!(fetch(&mut last, Duration::ZERO), 1, "one of four asked for: the topic is drained");
+        let quiet = unannounced();
+        let wakers = &dispatcher.wakers;
+        let fetched = std::thread::scope(|scope| {
+            let fetcher = scope.spawn(|| fetch(&mut last, Duration::from_secs(3600)));
+            while wakers.sleeping("t") == 0 && !fetcher.is_finished() {
+                std::thread::yield_now();
+            }
+            assert!(!fetcher.is_finished(), "the call after a drained fetch waits before it fetches");
+            assert_eq!(store.get(quiet).unwrap().unwrap().state, JobState::Queued, "and it has not fetched");
+            dispatcher.enqueue("t", b"{}".to_vec()).unwrap();
+            fetcher.join().unwrap()
+        });
+        assert_eq!(fetched, 2, "a wake: it fetches, the quiet job too");
+
+        // Drained again; the call's wait is over: it fetches anyway.
+        unannounced();
+        assert_eq!(fetch(&mut last, Duration::ZERO), 1);
+
+        // A full fetch may have left jobs: the next call fetches at once.
+        for _ in 0..4 {
+            dispatcher.enqueue("t", b"{}".to_vec()).unwrap();
+        }
+        assert_eq!(fetch(&mut last, Duration::ZERO), 4);
+        unannounced();
+        let fetched = std::thread::scope(|scope| {
+            let fetcher = scope.spawn(|| fetch(&mut last, Duration::from_secs(3600)));
+            while wakers.sleeping("t") == 0 && !fetcher.is_finished() {
+                std::thread::yield_now();
+            }
+            // Unstick a wrongly waiting fetcher, so a failure fails, not hangs.
+            let waited = !fetcher.is_finished();
+            wakers.all();
+            (waited, fetcher.join().unwrap())
+        });
+        assert_eq!(fetched, (false, 1), "after a full fetch, the next fetches at once");
     }
 }

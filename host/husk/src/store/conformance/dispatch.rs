@@ -185,7 +185,13 @@ pub fn a_waiting_fetch_wakes_at_the_nearest_gate(backend: &dyn Backend) {
         scope.spawn(|| {
             let topics = ["t".to_owned()];
             let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: LOCK };
-            let jobs = rig.dispatcher.fetch_and_lock(request, Duration::from_secs(3600), &rig.stop, None);
+            let jobs = rig.dispatcher.fetch_and_lock(
+                request,
+                Duration::from_secs(3600),
+                &rig.stop,
+                None,
+                &mut Default::default(),
+            );
             tx.send(jobs.unwrap()).unwrap();
         });
         rig.clock.advance(Duration::from_secs(9));
@@ -204,7 +210,13 @@ pub fn a_waiting_fetch_wakes_on_enqueue(backend: &dyn Backend) {
         scope.spawn(|| {
             let topics = ["t".to_owned()];
             let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: LOCK };
-            let jobs = rig.dispatcher.fetch_and_lock(request, Duration::from_secs(3600), &rig.stop, None);
+            let jobs = rig.dispatcher.fetch_and_lock(
+                request,
+                Duration::from_secs(3600),
+                &rig.stop,
+                None,
+                &mut Default::default(),
+            );
             tx.send(jobs.unwrap()).unwrap();
         });
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());

@@ -111,7 +111,7 @@ impl Rig {
     pub fn fetch(&self, topic: &str, max: usize) -> Vec<LockedJob> {
         let topics = [topic.to_owned()];
         let request = FetchRequest { worker: "w", topics: &topics, max, lock_duration: LOCK };
-        self.dispatcher.fetch_and_lock(request, Duration::ZERO, &self.stop, None).unwrap()
+        self.dispatcher.fetch_and_lock(request, Duration::ZERO, &self.stop, None, &mut Default::default()).unwrap()
     }
 
     /// Fetches exactly one job.
