@@ -19,10 +19,12 @@ use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+mod checkpoint;
 mod group;
 mod migrations;
 mod rows;
 
+use checkpoint::{Checkpointer, MARKS};
 use group::{Access, Group};
 
 use migrations::MIGRATIONS;
@@ -74,8 +76,12 @@ pub enum Durability {
 #[derive(Debug)]
 pub struct SqliteStore {
     path: PathBuf,
-    /// The one connection, on a thread of its own (see `group`).
+    /// The one connection, on a thread of its own (see `group`). Dropped
+    /// before the checkpointer, whose thread its commits may wait for.
     group: Group,
+    /// Runs the WAL's checkpoints (see `checkpoint`); held for its thread,
+    /// which its drop ends.
+    _checkpointer: Checkpointer,
 }
 
 /// A SQLite failure of `what` on `store`, of the kind a caller can act on.
@@ -158,12 +164,22 @@ impl SqliteStore {
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
             .map_err(|e| fail("cannot record the schema version", &e))?;
         tx.commit().map_err(|e| fail("cannot write", &e))?;
+        let checkpoints = Connection::open(path).map_err(|e| fail("cannot open", &e))?;
+        // Reading the journal mode has it learn the file is in WAL mode.
+        checkpoints
+            .execute_batch(&format!("PRAGMA synchronous = {sync}"))
+            .and_then(|()| checkpoints.query_row("PRAGMA journal_mode", [], |_| Ok(())))
+            .map_err(|e| fail("cannot configure", &e))?;
+        let checkpointer = Checkpointer::start(checkpoints, "husk-sqlite-ckpt").map_err(|e| {
+            StoreError::Unavailable { store: store.clone(), message: format!("cannot start its checkpointer: {e}") }
+        })?;
+        checkpointer.take_over(&mut conn, MARKS).map_err(|e| fail("cannot configure", &e))?;
         let name = store.clone();
         let group =
             Group::new(conn, "husk-sqlite", Arc::new(move |what, e| store_error(&name, what, e))).map_err(|e| {
                 StoreError::Unavailable { store, message: format!("cannot start its connection thread: {e}") }
             })?;
-        Ok(Self { path: path.to_owned(), group })
+        Ok(Self { path: path.to_owned(), group, _checkpointer: checkpointer })
     }
 
     /// The database file.
