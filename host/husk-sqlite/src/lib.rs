@@ -207,6 +207,10 @@ impl SqliteStore {
 }
 
 impl JobStore for SqliteStore {
+    fn commits_in_groups(&self) -> bool {
+        true
+    }
+
     fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
         // The write transaction is exclusive (IMMEDIATE): no other enqueue
         // can take a key between the look-up and the insert.

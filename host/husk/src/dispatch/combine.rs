@@ -13,6 +13,12 @@
 //! its own result or error. Idempotency keys across callers behave as if
 //! the calls ran one after another, in arrival order: the store resolves a
 //! key repeated within one call to the first job that took it.
+//!
+//! A store that groups concurrent calls into one commit itself
+//! ([`JobStore::commits_in_groups`]) gets each enqueue as it comes: waiting
+//! here for the round ahead would only add that wait to its own.
+//!
+//! [`JobStore::commits_in_groups`]: crate::store::JobStore::commits_in_groups
 
 use std::collections::HashMap;
 
@@ -34,16 +40,27 @@ struct State {
 }
 
 /// Combines concurrent enqueues (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Combiner {
+    /// Whether enqueues share calls; else each makes its own at once.
+    sharing: bool,
     state: Mutex<State>,
     changed: Condvar,
 }
 
 impl Combiner {
+    /// A combiner whose enqueues share calls if `sharing`, else each
+    /// makes its own as it comes.
+    pub(super) fn new(sharing: bool) -> Self {
+        Self { sharing, state: Mutex::default(), changed: Condvar::new() }
+    }
+
     /// Enqueues `jobs` through `store` (a store call: one transaction),
     /// shared with the enqueues of other threads waiting at the same time.
     pub(super) fn enqueue(&self, jobs: Vec<NewJob>, store: impl Fn(Vec<NewJob>) -> Outcome) -> Outcome {
+        if !self.sharing {
+            return store(jobs);
+        }
         let mut state = self.state.lock();
         let ticket = state.next_ticket;
         state.next_ticket += 1;
@@ -105,7 +122,7 @@ mod tests {
 
     #[test]
     fn callers_waiting_together_share_one_call_and_each_gets_its_own_results() {
-        let combiner = Arc::new(Combiner::default());
+        let combiner = Arc::new(Combiner::new(true));
         let calls = Arc::new(parking_lot::Mutex::new(Vec::<usize>::new()));
         // The first call blocks until every other caller is waiting.
         let gate = Arc::new(Barrier::new(2));
@@ -161,8 +178,50 @@ mod tests {
     }
 
     #[test]
+    fn without_sharing_each_caller_makes_its_own_call_at_once() {
+        let combiner = Arc::new(Combiner::new(false));
+        // Each call waits in the store until all three are in it at the same
+        // time: callers waiting for a round ahead would never get there.
+        let inside = Arc::new((parking_lot::Mutex::new(0usize), parking_lot::Condvar::new()));
+        let store = {
+            let inside = inside.clone();
+            move |jobs: Vec<NewJob>| {
+                let (count, all_in) = &*inside;
+                let mut count = count.lock();
+                *count += 1;
+                all_in.notify_all();
+                while *count < 3 {
+                    all_in.wait(&mut count);
+                }
+                Ok::<_, StoreError>(jobs.iter().map(|_| Enqueued { id: JobId(1), created: true }).collect())
+            }
+        };
+        let store = Arc::new(store);
+        let callers: Vec<_> = (1..=3usize)
+            .map(|caller| {
+                let (combiner, store) = (combiner.clone(), store.clone());
+                std::thread::spawn(move || {
+                    let jobs = (1..=caller).map(|n| job(&format!("k{caller}-{n}"))).collect();
+                    combiner.enqueue(jobs, |jobs| store(jobs)).unwrap().len()
+                })
+            })
+            .collect();
+        {
+            let (count, all_in) = &*inside;
+            let mut count = count.lock();
+            while *count < 3 {
+                // A guard against a hang, not a measure of anything.
+                let waited = all_in.wait_for(&mut count, std::time::Duration::from_secs(60));
+                assert!(!waited.timed_out(), "the three calls were never in the store together: {}", *count);
+            }
+        }
+        let sizes: Vec<usize> = callers.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(sizes, vec![1, 2, 3], "each caller's own call, its own jobs");
+    }
+
+    #[test]
     fn a_shared_call_that_fails_is_retried_per_caller() {
-        let combiner = Combiner::default();
+        let combiner = Combiner::new(true);
         combiner.state.lock().waiting.push((100, vec![job("bad-1")]));
         combiner.state.lock().next_ticket = 101;
         // This caller leads a round with the waiting enqueue of "ticket 100":

@@ -120,12 +120,13 @@ impl Dispatcher {
             depths: Default::default(),
             oldest_outcome: None,
         };
+        let combiner = Combiner::new(!store.commits_in_groups());
         let dispatcher = Arc::new(Self {
             store,
             clock,
             sink,
             wakers,
-            combiner: Combiner::default(),
+            combiner,
             completer: Completer::default(),
             default_retry,
             topics: RwLock::new(HashMap::new()),
@@ -260,7 +261,8 @@ impl Dispatcher {
     }
 
     /// Stores new jobs, in one store call with those of other threads
-    /// enqueueing at the same moment (see `combine`); counts, and wakes
+    /// enqueueing at the same moment unless the store groups its calls
+    /// itself (see `combine`); counts, and wakes
     /// fetchers for, those created (a job whose key was taken adds nothing
     /// to fetch).
     fn add(&self, jobs: Vec<NewJob>) -> Result<Vec<Enqueued>, StoreError> {

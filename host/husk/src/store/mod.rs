@@ -540,6 +540,15 @@ pub trait JobStore: Send + Sync + 'static {
         false
     }
 
+    /// Whether the store itself runs concurrent calls in one transaction
+    /// and commit (SQLite's connection thread does): then the dispatcher
+    /// hands each enqueue to it as it comes, rather than having concurrent
+    /// enqueues wait for one another to make one call together, which here
+    /// only adds the waits. `false`: each call is a transaction of its own.
+    fn commits_in_groups(&self) -> bool {
+        false
+    }
+
     /// Whether workers should hand their reports to the dispatcher's
     /// completer, which makes one store call of every worker's reports
     /// while the workers run their next batches: worth it where a commit
