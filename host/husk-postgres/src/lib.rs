@@ -24,10 +24,11 @@
 //! - Each process vacuums `husk_jobs` once its claims and reports have left
 //!   enough dead row versions in it, since claims walk past them until a
 //!   vacuum removes them (see `vacuum`).
-//! - Idempotency keys live in `husk_keys`, taken in the enqueue's
-//!   transaction before the job row is written (`INSERT ... ON CONFLICT DO
-//!   NOTHING`): of concurrent enqueues of one key, one takes it and the
-//!   others wait for its commit, then return its job without writing one.
+//! - An enqueue is one statement: it draws the ids, takes the idempotency
+//!   keys (in `husk_keys`, `INSERT ... ON CONFLICT DO NOTHING`) and writes
+//!   the rows that took theirs. Of concurrent enqueues of one key, one
+//!   takes it and the others wait for its commit, then return its job
+//!   without writing one (see `enqueue`).
 //!
 //! Durability: enqueues, reports, cancels and retries commit with the
 //! server's `synchronous_commit` (on by default: the commit is flushed to
@@ -37,6 +38,7 @@
 //! only makes the job fetchable again, and any later synchronous commit
 //! (such as the report of that job) flushes it first.
 
+mod enqueue;
 mod listener;
 mod migrations;
 mod pool;

@@ -62,7 +62,7 @@ pub(crate) struct Tx<'a> {
 
 /// The other processes' fetchers a transaction wakes (one `NOTIFY`).
 #[derive(Debug, Default, PartialEq)]
-enum Wake {
+pub(crate) enum Wake {
     #[default]
     None,
     /// As many fetchers of one topic as it has new jobs.
@@ -73,7 +73,7 @@ enum Wake {
 
 impl Wake {
     /// This wake and `jobs` more of `topic`'s.
-    fn and_topic(self, topic: &str, jobs: u64) -> Wake {
+    pub(crate) fn and_topic(self, topic: &str, jobs: u64) -> Wake {
         match self {
             Wake::None => Wake::Topic(topic.to_owned(), jobs),
             Wake::Topic(woken, before) if woken == topic => Wake::Topic(woken, before.saturating_add(jobs)),
@@ -84,7 +84,7 @@ impl Wake {
     /// The `NOTIFY` payload: the sender's mark, then for a topic's wake the
     /// job count and the topic (last: it may hold spaces). A listener that
     /// reads only the mark (husk before this payload) wakes everything.
-    fn payload(&self, sender: &str) -> Option<String> {
+    pub(crate) fn payload(&self, sender: &str) -> Option<String> {
         match self {
             Wake::None => None,
             Wake::Topic(topic, jobs) => Some(format!("{sender} {jobs} {topic}")),
@@ -167,6 +167,10 @@ impl Tx<'_> {
 
 /// What a statement returns.
 pub(crate) type QueryResult = Result<Vec<Row>, postgres::Error>;
+
+/// Runs one statement: autocommitted (see [`PostgresStore::autocommit`]) or
+/// in a transaction ([`Tx::query`]).
+pub(crate) type Query<'a> = &'a mut dyn FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> QueryResult;
 
 /// A failure inside a store method, before it is named.
 #[derive(Debug)]
@@ -256,7 +260,7 @@ impl PostgresStore {
     pub(crate) fn autocommit<R>(
         &self,
         what: &str,
-        f: impl FnOnce(&mut dyn FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> QueryResult) -> Result<R, PgError>,
+        f: impl FnOnce(Query<'_>) -> Result<R, PgError>,
     ) -> Result<R, StoreError> {
         let mut conn = self.pool.get().map_err(|e| self.fail(what, PgError::Pool(e)))?;
         let PgConn { client, statements } = &mut *conn;

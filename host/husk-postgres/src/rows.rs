@@ -1,7 +1,7 @@
 //! Reading rows into records, and the statements every store call shares:
-//! arming and ending jobs, claiming, taking idempotency keys, notifying.
+//! arming and ending jobs, claiming, notifying.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::SystemTime;
 
 use postgres::Row;
@@ -11,7 +11,7 @@ use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
     LiveRow, QUEUED, armed_state, history_of, live_columns, millis, outcome_columns, record_of_outcome, time, to_json,
 };
-use husk::store::{AttemptRecord, Enqueued, FetchRequest, JobId, JobRecord, Lock, LockedJob, NewJob};
+use husk::store::{AttemptRecord, FetchRequest, JobId, JobRecord, Lock, LockedJob};
 
 use crate::pool::{PgError, QueryResult, Tx};
 
@@ -234,53 +234,6 @@ pub(crate) fn claim(
     }
     jobs.sort_by_key(|j| j.lock.job);
     Ok(jobs)
-}
-
-/// Takes the idempotency keys of `jobs` for their drawn ids (`results`),
-/// and marks each job whose key is taken (`created: false`, with the id of
-/// the job that has it): by an earlier job of this call, or in the table.
-///
-/// Of two transactions inserting one key, the second waits on the first's
-/// row until it commits (then does nothing, and reads the row: a new
-/// statement sees what committed before it) or rolls back (then takes the
-/// key). Keys are inserted in sorted order, so that enqueues with
-/// overlapping keys wait on each other in one order and never deadlock.
-pub(crate) fn take_keys(tx: &mut Tx<'_>, jobs: &[NewJob], results: &mut [Enqueued]) -> Result<(), postgres::Error> {
-    // The first job of this call with a key takes it for the others.
-    let mut first: HashMap<&str, usize> = HashMap::new();
-    for (slot, job) in jobs.iter().enumerate() {
-        if let Some(key) = job.key.as_deref() {
-            first.entry(key).or_insert(slot);
-        }
-    }
-    let mut wanted: Vec<(&str, i64)> = first.iter().map(|(key, slot)| (*key, results[*slot].id.0 as i64)).collect();
-    wanted.sort_unstable();
-    let (keys, ids): (Vec<&str>, Vec<i64>) = wanted.into_iter().unzip();
-    let taken: HashSet<String> = tx
-        .query(
-            "INSERT INTO husk_keys (key, job_id) SELECT * FROM unnest($1::text[], $2::bigint[])
-             ON CONFLICT (key) DO NOTHING RETURNING key",
-            &[&keys, &ids],
-        )?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let held: Vec<&str> = keys.into_iter().filter(|key| !taken.contains(*key)).collect();
-    let existing: HashMap<String, i64> = if held.is_empty() {
-        HashMap::new()
-    } else {
-        let rows = tx.query("SELECT key, job_id FROM husk_keys WHERE key = ANY($1)", &[&held])?;
-        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
-    };
-    for (slot, job) in jobs.iter().enumerate() {
-        let Some(key) = job.key.as_deref() else { continue };
-        if let Some(&id) = existing.get(key) {
-            results[slot] = Enqueued { id: JobId(id as u64), created: false };
-        } else if first[key] != slot {
-            results[slot] = Enqueued { id: results[first[key]].id, created: false };
-        }
-    }
-    Ok(())
 }
 
 pub(crate) fn notify(tx: &mut Tx<'_>, channel: &str, payload: &str) -> Result<(), postgres::Error> {

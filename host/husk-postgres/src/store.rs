@@ -6,8 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
-    Expired, LiveRow, QUEUED, RUNNING, armed_state, depths_of, millis, prune_candidates, prune_cutoffs, stored_version,
-    time, to_json,
+    Expired, LiveRow, QUEUED, RUNNING, depths_of, millis, prune_candidates, prune_cutoffs, stored_version, time,
 };
 use husk::store::{
     CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
@@ -15,14 +14,14 @@ use husk::store::{
     StoreEvents, StoredVersion, TopicVersion,
 };
 
+use crate::enqueue::insert_jobs;
 use crate::listener::Listener;
-use crate::pool::{PgError, QueryResult, Tx};
+use crate::pool::{PgError, Query, Wake};
 use crate::rows::{
     Arm, Ending, arm_all, claim, end_all, get_record, live_row, notify, outcome_row, record_of, select_live,
-    select_outcomes, take_keys,
+    select_outcomes,
 };
 use crate::{PostgresStore, sequence};
-use postgres::types::ToSql;
 
 /// How often (clock time) a fetch that claims jobs also reclaims expired
 /// locks; a fetch that finds nothing to claim always does.
@@ -125,7 +124,26 @@ impl JobStore for PostgresStore {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        self.run("enqueue", |tx| insert_jobs(tx, &jobs, now, &self.waiting_here()))
+        let inserted = self.autocommit("enqueue", |query| insert_jobs(query, &jobs, now))?;
+        let wake = elsewhere(&inserted.fetchable, &self.waiting_here())
+            .fold(Wake::None, |wake, (topic, jobs)| wake.and_topic(topic, jobs));
+        if let Some(payload) = wake.payload(&self.channels.sender) {
+            // After the commit, and committed without waiting for its
+            // flush: the jobs are durable already, and a lost wake only
+            // leaves the other processes' fetchers to their poll timeout.
+            // So a failure is not the enqueue's, which the caller might
+            // repeat.
+            let sent = self.autocommit("wake", |query| {
+                Ok(query(
+                    "SELECT pg_notify($1, $2), set_config('synchronous_commit', 'off', true)",
+                    &[&self.channels.jobs, &payload],
+                )?)
+            });
+            if let Err(error) = sent {
+                tracing::warn!(%error, "the other processes' fetchers were not woken");
+            }
+        }
+        Ok(inserted.results)
     }
 
     fn enqueue_capped(&self, jobs: Vec<NewJob>, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
@@ -144,7 +162,11 @@ impl JobStore for PostgresStore {
             if live + jobs.len() as u64 > cap.max {
                 return Ok(Capped::Full { live });
             }
-            Ok(Capped::Enqueued(insert_jobs(tx, &jobs, now, &self.waiting_here())?))
+            let inserted = insert_jobs(&mut |sql, params| tx.query(sql, params), &jobs, now)?;
+            for (topic, jobs) in elsewhere(&inserted.fetchable, &self.waiting_here()) {
+                tx.wake_topic(topic, jobs);
+            }
+            Ok(Capped::Enqueued(inserted.results))
         })
     }
 
@@ -556,10 +578,7 @@ impl JobStore for PostgresStore {
 /// the earliest lock expires (expired or not), in milliseconds, of any
 /// topic. Gates already open are claimed by their topics' fetches, not
 /// counted here.
-fn wake_times(
-    query: &mut dyn FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> QueryResult,
-    now: SystemTime,
-) -> Result<(Option<i64>, Option<i64>), PgError> {
+fn wake_times(query: Query<'_>, now: SystemTime) -> Result<(Option<i64>, Option<i64>), PgError> {
     let rows = query(
         "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1 AND not_before > $1),
                 (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2)",
@@ -569,53 +588,15 @@ fn wake_times(
     Ok(rows.first().map_or((None, None), |row| (row.get(0), row.get(1))))
 }
 
-/// Inserts new jobs in `tx` (see [`JobStore::enqueue`]). Other processes
-/// are woken only for the fetchable jobs more than this process's waiting
-/// fetchers (`waiting_here`, by topic) take: its dispatcher wakes those.
-fn insert_jobs(
-    tx: &mut Tx<'_>,
-    jobs: &[NewJob],
-    now: SystemTime,
-    waiting_here: &dyn Fn(&str) -> u64,
-) -> Result<Vec<Enqueued>, PgError> {
-    let count = jobs.len() as i64;
-    let mut ids: Vec<i64> = tx
-        .query("SELECT nextval('husk_jobs_id_seq') FROM generate_series(1, $1::bigint)", &[&count])?
+/// The wakes other processes get for `fetchable` new jobs (by topic): the
+/// jobs more than this process's waiting fetchers (`waiting_here`) take;
+/// its dispatcher wakes those.
+fn elsewhere<'a>(
+    fetchable: &'a [(String, u64)],
+    waiting_here: &'a dyn Fn(&str) -> u64,
+) -> impl Iterator<Item = (&'a str, u64)> {
+    fetchable
         .iter()
-        .map(|r| r.get(0))
-        .collect();
-    ids.sort_unstable();
-    let mut results: Vec<Enqueued> = ids.iter().map(|&id| Enqueued { id: JobId(id as u64), created: true }).collect();
-    if jobs.iter().any(|j| j.key.is_some()) {
-        take_keys(tx, jobs, &mut results)?;
-    }
-    // Only the jobs that took their key (or have none) are written;
-    // the ids drawn for the others are left unused.
-    let jobs: Vec<&NewJob> = jobs.iter().zip(&results).filter(|(_, e)| e.created).map(|(j, _)| j).collect();
-    let ids: Vec<i64> = results.iter().filter(|e| e.created).map(|e| e.id.0 as i64).collect();
-    let topics: Vec<&str> = jobs.iter().map(|j| j.topic.as_str()).collect();
-    let inputs: Vec<&[u8]> = jobs.iter().map(|j| j.input.as_slice()).collect();
-    let policies: Vec<String> = jobs.iter().map(|j| to_json(&j.policy)).collect();
-    let (states, gates): (Vec<i64>, Vec<Option<i64>>) = jobs.iter().map(|j| armed_state(j.not_before, now)).unzip();
-    tx.execute(
-        "INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at)
-             SELECT id, topic, input, policy, 1, state, not_before, $7
-             FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::bigint[])
-                  AS n(id, topic, input, policy, state, not_before)",
-        &[&ids, &topics, &inputs, &policies, &states, &gates, &millis(now)],
-    )?;
-    let mut fetchable: Vec<(&str, u64)> = Vec::new();
-    for (topic, _) in topics.iter().zip(&states).filter(|(_, state)| **state == QUEUED) {
-        match fetchable.iter_mut().find(|(t, _)| t == topic) {
-            Some((_, count)) => *count += 1,
-            None => fetchable.push((topic, 1)),
-        }
-    }
-    for (topic, count) in fetchable {
-        let elsewhere = count.saturating_sub(waiting_here(topic));
-        if elsewhere > 0 {
-            tx.wake_topic(topic, elsewhere);
-        }
-    }
-    Ok(results)
+        .map(|(topic, jobs)| (topic.as_str(), jobs.saturating_sub(waiting_here(topic))))
+        .filter(|(_, jobs)| *jobs > 0)
 }

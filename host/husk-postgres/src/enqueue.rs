@@ -1,0 +1,138 @@
+//! Enqueue: new jobs and their idempotency keys written by one statement.
+//!
+//! An enqueue used to be a transaction of five round trips (`BEGIN`, the
+//! ids, the keys, the rows, `COMMIT`); under one job per HTTP request, each
+//! round trip costs the server a wake, a read and a write, which were most
+//! of its time. One statement, committed on its own, now draws the ids,
+//! takes the keys and writes the rows.
+//!
+//! A key is taken with `INSERT ... ON CONFLICT DO NOTHING`: of two enqueues
+//! of one key, the second waits on the first's row until it commits (then
+//! skips it) or rolls back (then takes the key). The statement also reads
+//! the holder of each key it did not take, but from its snapshot, taken
+//! before it waited: a holder that committed meanwhile is read by a second
+//! statement, and a key whose holder is gone by then (its outcome pruned)
+//! is tried again. Keys are inserted in sorted order, so that enqueues with
+//! overlapping keys wait on each other in one order and never deadlock.
+
+use std::collections::HashMap;
+use std::time::SystemTime;
+
+use husk::store::sql::{QUEUED, armed_state, millis, to_json};
+use husk::store::{Enqueued, JobId, NewJob};
+
+use crate::pool::{PgError, Query};
+
+/// Draws an id per job, takes the keys and writes the rows that took theirs
+/// (or have none). `n` is the jobs' order (`slot`); a job's id is drawn in
+/// that order, so a call's jobs are claimed in it. Returns, per job: its
+/// slot, its id, whether it was written, and if not the key's holder when
+/// the statement's snapshot has it.
+const INSERT: &str = "WITH n AS MATERIALIZED (
+         SELECT n.*, nextval('husk_jobs_id_seq') AS id
+         FROM unnest($1::text[], $2::bytea[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) WITH ORDINALITY
+              AS n(topic, input, policy, state, not_before, key, slot)),
+     keyed AS (
+         INSERT INTO husk_keys (key, job_id) SELECT key, id FROM n WHERE key IS NOT NULL ORDER BY key
+         ON CONFLICT (key) DO NOTHING RETURNING key),
+     marked AS MATERIALIZED (
+         SELECT n.*, (n.key IS NULL OR n.key IN (SELECT key FROM keyed)) AS created FROM n),
+     written AS (
+         INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at)
+         SELECT id, topic, input, policy, 1, state, not_before, $7 FROM marked WHERE created)
+     SELECT slot, id, created,
+            CASE WHEN created THEN NULL ELSE (SELECT k.job_id FROM husk_keys k WHERE k.key = marked.key) END
+     FROM marked";
+
+/// What an enqueue wrote.
+pub(crate) struct Inserted {
+    /// Per job, in the call's order.
+    pub(crate) results: Vec<Enqueued>,
+    /// How many fetchable jobs (no gate) it wrote per topic.
+    pub(crate) fetchable: Vec<(String, u64)>,
+}
+
+/// Writes `jobs` (see [`JobStore::enqueue`](husk::store::JobStore::enqueue)
+/// and the module docs) through `query`: autocommitted statements, or a
+/// transaction's. A job whose key an earlier job of the call has gets that
+/// job's result, uncreated.
+pub(crate) fn insert_jobs(query: Query<'_>, jobs: &[NewJob], now: SystemTime) -> Result<Inserted, PgError> {
+    let mut results: Vec<Option<Enqueued>> = vec![None; jobs.len()];
+    // The first job of this call with a key takes it for the others.
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    let mut pending: Vec<usize> = Vec::with_capacity(jobs.len());
+    for (slot, job) in jobs.iter().enumerate() {
+        match job.key.as_deref() {
+            Some(key) if first.contains_key(key) => {}
+            Some(key) => {
+                first.insert(key, slot);
+                pending.push(slot);
+            }
+            None => pending.push(slot),
+        }
+    }
+    let mut fetchable: Vec<(String, u64)> = Vec::new();
+    while !pending.is_empty() {
+        let sent: Vec<&NewJob> = pending.iter().map(|&slot| &jobs[slot]).collect();
+        let topics: Vec<&str> = sent.iter().map(|j| j.topic.as_str()).collect();
+        let inputs: Vec<&[u8]> = sent.iter().map(|j| j.input.as_slice()).collect();
+        let policies: Vec<String> = sent.iter().map(|j| to_json(&j.policy)).collect();
+        let (states, gates): (Vec<i64>, Vec<Option<i64>>) = sent.iter().map(|j| armed_state(j.not_before, now)).unzip();
+        let keys: Vec<Option<&str>> = sent.iter().map(|j| j.key.as_deref()).collect();
+        let rows = query(INSERT, &[&topics, &inputs, &policies, &states, &gates, &keys, &millis(now)])?;
+        // Keys held by an enqueue that committed after this statement began.
+        let mut unseen: Vec<usize> = Vec::new();
+        for row in &rows {
+            let at = row.get::<_, i64>(0) as usize - 1;
+            let slot = pending[at];
+            let (id, created, holder): (i64, bool, Option<i64>) = (row.get(1), row.get(2), row.get(3));
+            results[slot] = match (created, holder) {
+                (true, _) => {
+                    if states[at] == QUEUED {
+                        count(&mut fetchable, topics[at]);
+                    }
+                    Some(Enqueued { id: JobId(id as u64), created: true })
+                }
+                (false, Some(holder)) => Some(Enqueued { id: JobId(holder as u64), created: false }),
+                (false, None) => {
+                    unseen.push(slot);
+                    None
+                }
+            };
+        }
+        pending = Vec::new();
+        if !unseen.is_empty() {
+            let keys: Vec<&str> = unseen.iter().filter_map(|&slot| jobs[slot].key.as_deref()).collect();
+            let holders: HashMap<String, i64> =
+                query("SELECT key, job_id FROM husk_keys WHERE key = ANY($1)", &[&keys])?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
+            for slot in unseen {
+                match jobs[slot].key.as_deref().and_then(|key| holders.get(key)) {
+                    Some(&holder) => results[slot] = Some(Enqueued { id: JobId(holder as u64), created: false }),
+                    // Released since: the next round takes it.
+                    None => pending.push(slot),
+                }
+            }
+        }
+    }
+    let results = jobs
+        .iter()
+        .enumerate()
+        .map(|(slot, job)| {
+            let taker = job.key.as_deref().map_or(slot, |key| first[key]);
+            let taken = results[taker].expect("every job that takes a key has a result");
+            if taker == slot { taken } else { Enqueued { id: taken.id, created: false } }
+        })
+        .collect();
+    Ok(Inserted { results, fetchable })
+}
+
+/// One more job of `topic` in `counts`.
+fn count(counts: &mut Vec<(String, u64)>, topic: &str) {
+    match counts.iter_mut().find(|(t, _)| t == topic) {
+        Some((_, n)) => *n += 1,
+        None => counts.push((topic.to_owned(), 1)),
+    }
+}
