@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::time::SystemTime;
 
 use postgres::Row;
-use postgres::types::ToSql;
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
@@ -13,7 +12,7 @@ use husk::store::sql::{
 };
 use husk::store::{AttemptRecord, FetchRequest, JobId, JobRecord, Lock, LockedJob};
 
-use crate::pool::{PgError, QueryResult, Tx};
+use crate::pool::{PgError, Query, Tx};
 
 /// `SELECT <live columns> FROM husk_jobs` followed by `rest`, as a
 /// `&'static str` (statements are cached by their text).
@@ -182,28 +181,28 @@ pub(crate) fn end_all(
         .collect())
 }
 
-/// Claims up to `request.max` jobs, topic by topic: queued jobs and gated
-/// jobs whose gate has passed, oldest first. `query` runs a statement (in a
-/// transaction or on its own).
-pub(crate) fn claim(
-    request: FetchRequest<'_>,
-    now: SystemTime,
-    mut query: impl FnMut(&'static str, &[&(dyn ToSql + Sync)]) -> QueryResult,
-) -> Result<Vec<LockedJob>, PgError> {
-    let expires_at = now + request.lock_duration;
-    let mut jobs = Vec::new();
-    for topic in request.topics {
-        let remaining = request.max.saturating_sub(jobs.len());
-        if remaining == 0 {
-            break;
-        }
-        let claimed = query(
-            // One topic per claim: the (topic, id) index then yields ids in
-            // order and the LIMIT stops the scan. `= ANY(ARRAY(...))`, not a
-            // join: claimed ids are looked up by key (a join's generic plan
-            // scans the whole table). A paused topic claims nothing
-            // (`running`, evaluated once). Claims commit asynchronously (see
-            // the module docs).
+/// What a claim took; when it took nothing, when to wake.
+#[derive(Debug, Default)]
+pub(crate) struct Claimed {
+    pub(crate) jobs: Vec<LockedJob>,
+    /// When nothing was claimed: the earliest `not_before` after now, of
+    /// any topic (gates already open are claimed by their topics' fetches,
+    /// not counted here), in milliseconds.
+    pub(crate) gate: Option<i64>,
+    /// When nothing was claimed: the earliest lock expiry, expired or not,
+    /// of any topic, in milliseconds.
+    pub(crate) lock: Option<i64>,
+}
+
+/// The claim of one topic's jobs, followed by `$select` (what it returns).
+/// One topic per claim: the (topic, id) index then yields ids in order and
+/// the LIMIT stops the scan. `= ANY(ARRAY(...))`, not a join: claimed ids
+/// are looked up by key (a join's generic plan scans the whole table). A
+/// paused topic claims nothing (`running`, evaluated once). Claims commit
+/// asynchronously (see the module docs).
+macro_rules! claim_then {
+    ($($select:expr),+) => {
+        concat!(
             "WITH token AS (SELECT nextval('husk_lock_tokens') AS value,
                                    set_config('synchronous_commit', 'off', true)),
                   running AS (SELECT NOT EXISTS (SELECT 1 FROM husk_paused p WHERE p.topic = $3) AS value),
@@ -211,18 +210,72 @@ pub(crate) fn claim(
                             ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),
                   due AS (SELECT id FROM husk_jobs WHERE state = 1 AND not_before <= $5 AND topic = $3
                                                    AND (SELECT value FROM running)
-                          ORDER BY not_before LIMIT $4 FOR UPDATE SKIP LOCKED)
-             UPDATE husk_jobs SET state = 2, not_before = NULL, lock_worker = $1,
-                    lock_token = (SELECT value FROM token), lock_expires_at = $2
-             WHERE id = ANY(ARRAY(SELECT id FROM (SELECT id FROM ready UNION ALL SELECT id FROM due) c
-                                  ORDER BY id LIMIT $4))
-             RETURNING id, input, attempt, policy, enqueued_at, lock_token",
-            &[&request.worker, &millis(expires_at), topic, &(remaining as i64), &millis(now)],
-        )?;
-        for row in &claimed {
+                          ORDER BY not_before LIMIT $4 FOR UPDATE SKIP LOCKED),
+                  claimed AS (
+                      UPDATE husk_jobs SET state = 2, not_before = NULL, lock_worker = $1,
+                             lock_token = (SELECT value FROM token), lock_expires_at = $2
+                      WHERE id = ANY(ARRAY(SELECT id FROM (SELECT id FROM ready UNION ALL SELECT id FROM due) c
+                                           ORDER BY id LIMIT $4))
+                      RETURNING id, input, attempt, policy, enqueued_at, lock_token) ",
+            $($select),+
+        )
+    };
+}
+
+/// A claim of a topic before the last.
+const CLAIM: &str = claim_then!("SELECT id, input, attempt, policy, enqueued_at, lock_token FROM claimed");
+
+/// When to wake (see [`Claimed`]): two columns, `$now` the parameter
+/// holding now.
+macro_rules! wake_times {
+    ($now:literal) => {
+        concat!(
+            "(SELECT min(not_before) FROM husk_jobs WHERE state = 1 AND not_before > ",
+            $now,
+            "), (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2)"
+        )
+    };
+}
+
+/// The last topic's claim: when it claims nothing, one row without a job
+/// says when to wake, so that a fetch that finds nothing costs no second
+/// round trip.
+const CLAIM_OR_WAKE: &str = claim_then!(
+    "SELECT id, input, attempt, policy, enqueued_at, lock_token, NULL::bigint, NULL::bigint FROM claimed
+     UNION ALL
+     SELECT NULL, NULL, NULL, NULL, NULL, NULL, ",
+    wake_times!("$5"),
+    " WHERE NOT EXISTS (SELECT 1 FROM claimed)"
+);
+
+/// When to wake, for a fetch that claimed in no topic (none asked for, or
+/// no job).
+const WAKE: &str = concat!("SELECT ", wake_times!("$1"));
+
+/// Claims up to `request.max` jobs, topic by topic: queued jobs and gated
+/// jobs whose gate has passed, oldest first; when none, says when to wake.
+/// `query` runs a statement (in a transaction or on its own).
+pub(crate) fn claim(request: FetchRequest<'_>, now: SystemTime, query: Query<'_>) -> Result<Claimed, PgError> {
+    let expires_at = now + request.lock_duration;
+    let mut claimed = Claimed::default();
+    // Whether a statement said when to wake.
+    let mut told = false;
+    for (n, topic) in request.topics.iter().enumerate() {
+        let remaining = request.max.saturating_sub(claimed.jobs.len());
+        if remaining == 0 {
+            break;
+        }
+        let sql = if n + 1 == request.topics.len() { CLAIM_OR_WAKE } else { CLAIM };
+        let rows = query(sql, &[&request.worker, &millis(expires_at), topic, &(remaining as i64), &millis(now)])?;
+        for row in &rows {
+            let Some(id) = row.get::<_, Option<i64>>(0) else {
+                // Nothing claimed in the last topic: when to wake.
+                (claimed.gate, claimed.lock, told) = (row.get(6), row.get(7), true);
+                continue;
+            };
             let policy: String = row.get(3);
-            jobs.push(LockedJob {
-                lock: Lock { job: JobId(row.get::<_, i64>(0) as u64), token: row.get::<_, i64>(5) as u64 },
+            claimed.jobs.push(LockedJob {
+                lock: Lock { job: JobId(id as u64), token: row.get::<_, i64>(5) as u64 },
                 topic: topic.clone(),
                 input: row.get(1),
                 attempt: row.get::<_, i64>(2) as u32,
@@ -232,8 +285,15 @@ pub(crate) fn claim(
             });
         }
     }
-    jobs.sort_by_key(|j| j.lock.job);
-    Ok(jobs)
+    if claimed.jobs.is_empty() && !told {
+        // One row, always (a SELECT without FROM).
+        let rows = query(WAKE, &[&millis(now)])?;
+        if let Some(row) = rows.first() {
+            (claimed.gate, claimed.lock) = (row.get(0), row.get(1));
+        }
+    }
+    claimed.jobs.sort_by_key(|j| j.lock.job);
+    Ok(claimed)
 }
 
 pub(crate) fn notify(tx: &mut Tx<'_>, channel: &str, payload: &str) -> Result<(), postgres::Error> {

@@ -16,7 +16,7 @@ use husk::store::{
 
 use crate::enqueue::insert_jobs;
 use crate::listener::Listener;
-use crate::pool::{PgError, Query, Wake};
+use crate::pool::{PgError, Wake};
 use crate::rows::{
     Arm, Ending, arm_all, claim, end_all, get_record, live_row, notify, outcome_row, record_of, select_live,
     select_outcomes,
@@ -70,16 +70,13 @@ impl PostgresStore {
                 }
             }
             arm_all(tx, &arms, now)?;
-            let mut fetched =
-                Fetched { jobs: claim(request, now, |sql, params| tx.query(sql, params))?, ..Fetched::default() };
+            let claimed = claim(request, now, &mut |sql, params| tx.query(sql, params))?;
+            let mut fetched = Fetched { jobs: claimed.jobs, ..Fetched::default() };
             if fetched.jobs.is_empty() {
                 // The caller waits: until the next gate opens or lock expires
-                // (of any topic). Gates already open are claimed by their
-                // topics' fetches, not counted here.
-                // (Expired locks were just reclaimed, so every lock left
-                // expires later.)
-                let (gate, lock) = wake_times(&mut |sql, params| tx.query(sql, params), now)?;
-                fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
+                // (of any topic). Expired locks were just reclaimed, so every
+                // lock left expires later.
+                fetched.next_wake = claimed.gate.into_iter().chain(claimed.lock).min().map(time);
             }
             if reclaimed {
                 // Attempts were spent and jobs ended: commit durably.
@@ -98,19 +95,18 @@ impl PostgresStore {
     fn fetch(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
         if !self.reclaim_due(now) {
             // The hot path: claims, each one statement committed on its own;
-            // when nothing is claimable, one more statement says when to
-            // wake — unless a lock has expired, which the full path below
+            // when nothing is claimable, the last says when to wake —
+            // unless a lock has expired, which the full path below
             // reclaims.
-            let fetched = self.autocommit("fetch", |query| {
-                let jobs = claim(request, now, &mut *query)?;
-                if !jobs.is_empty() {
-                    return Ok(Some(Fetched { jobs, ..Fetched::default() }));
-                }
-                let (gate, lock) = wake_times(query, now)?;
+            let claimed = self.autocommit("fetch", |query| claim(request, now, query))?;
+            let fetched = if !claimed.jobs.is_empty() {
+                Some(Fetched { jobs: claimed.jobs, ..Fetched::default() })
+            } else {
+                let (gate, lock) = (claimed.gate, claimed.lock);
                 let expired = lock.is_some_and(|lock| lock <= millis(now));
-                Ok((!expired)
-                    .then(|| Fetched { next_wake: gate.into_iter().chain(lock).min().map(time), ..Fetched::default() }))
-            })?;
+                (!expired)
+                    .then(|| Fetched { next_wake: gate.into_iter().chain(lock).min().map(time), ..Fetched::default() })
+            };
             if let Some(fetched) = fetched {
                 return Ok(fetched);
             }
@@ -572,20 +568,6 @@ impl JobStore for PostgresStore {
             *listener = Some(Listener::start(self.config.clone(), self.name.clone(), self.channels.clone(), events));
         }
     }
-}
-
-/// When the next gate opens (the earliest `not_before` after `now`) and
-/// the earliest lock expires (expired or not), in milliseconds, of any
-/// topic. Gates already open are claimed by their topics' fetches, not
-/// counted here.
-fn wake_times(query: Query<'_>, now: SystemTime) -> Result<(Option<i64>, Option<i64>), PgError> {
-    let rows = query(
-        "SELECT (SELECT min(not_before) FROM husk_jobs WHERE state = 1 AND not_before > $1),
-                (SELECT min(lock_expires_at) FROM husk_jobs WHERE state = 2)",
-        &[&millis(now)],
-    )?;
-    // One row, always (a SELECT without FROM).
-    Ok(rows.first().map_or((None, None), |row| (row.get(0), row.get(1))))
 }
 
 /// The wakes other processes get for `fetchable` new jobs (by topic): the
