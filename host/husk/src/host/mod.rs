@@ -42,6 +42,20 @@ pub const PRUNE_EVERY: Duration = Duration::from_secs(60);
 /// Outcomes pruned per store transaction.
 pub const PRUNE_BATCH: usize = 1_000;
 
+/// How often the status snapshot is published while workers run, at most.
+pub const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
+
+/// A snapshot counts the store's live jobs, a scan of them: one that took
+/// `t` is followed by the next no sooner than this many times `t` (so with
+/// a large backlog, counting takes at most a twentieth of one store
+/// connection's time, in each process).
+pub const SNAPSHOT_COST_FACTOR: u32 = 20;
+
+/// When the snapshot after one begun at `started` that took `took` is due.
+fn next_snapshot(started: std::time::Instant, took: Duration) -> std::time::Instant {
+    started + SNAPSHOT_EVERY.max(took.saturating_mul(SNAPSHOT_COST_FACTOR))
+}
+
 /// Why a host could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -476,8 +490,9 @@ impl Host {
         self.dispatcher.store().paused()
     }
 
-    /// The last published snapshot (refreshed every second while workers run: it counts
-    /// the store's live jobs, which costs a scan of them).
+    /// The last published snapshot (refreshed every second while workers
+    /// run, or less often when counting the store's live jobs, a scan of
+    /// them, takes long: see [`SNAPSHOT_COST_FACTOR`]).
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.dispatcher.snapshot()
     }
@@ -530,6 +545,7 @@ impl Host {
             // `prune_every` (real time: it paces work; what is old enough
             // to go is decided by the dispatcher's clock).
             let mut pruned_at: Option<std::time::Instant> = None;
+            let mut snapshot_due = std::time::Instant::now();
             while !stopping.load(Ordering::Acquire) {
                 if let Some(retention) = &retention
                     && pruned_at.is_none_or(|at| at.elapsed() >= prune_every)
@@ -543,11 +559,16 @@ impl Host {
                         Err(error) => tracing::warn!(%error, "pruning ended jobs failed"),
                     }
                 }
-                if let Err(error) = dispatcher.publish_snapshot() {
-                    tracing::warn!(%error, "publishing the status snapshot failed");
+                let started = std::time::Instant::now();
+                if started >= snapshot_due {
+                    if let Err(error) = dispatcher.publish_snapshot() {
+                        tracing::warn!(%error, "publishing the status snapshot failed");
+                    }
+                    snapshot_due = next_snapshot(started, started.elapsed());
                 }
                 // Unparked by `shutdown_within`.
-                std::thread::park_timeout(Duration::from_secs(1).min(prune_every));
+                let wake = snapshot_due.saturating_duration_since(std::time::Instant::now());
+                std::thread::park_timeout(wake.max(Duration::from_millis(10)).min(prune_every));
             }
         })?;
         *self.publisher.lock() = Some(publisher);
@@ -618,5 +639,21 @@ impl Host {
 impl Drop for Host {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::{SNAPSHOT_EVERY, next_snapshot};
+
+    #[test]
+    fn a_cheap_snapshot_is_taken_every_second_and_a_costly_one_is_spaced_by_its_cost() {
+        let at = Instant::now();
+        assert_eq!(next_snapshot(at, Duration::from_millis(3)), at + SNAPSHOT_EVERY);
+        assert_eq!(next_snapshot(at, Duration::from_millis(50)), at + SNAPSHOT_EVERY, "20 × 50 ms is a second");
+        assert_eq!(next_snapshot(at, Duration::from_millis(70)), at + Duration::from_millis(1400));
+        assert_eq!(next_snapshot(at, Duration::from_millis(500)), at + Duration::from_secs(10));
     }
 }
