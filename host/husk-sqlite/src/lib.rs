@@ -266,8 +266,14 @@ impl JobStore for SqliteStore {
                 if paused.contains(topic) {
                     continue;
                 }
+                // The counter's next value, written back only when the claim
+                // took a job: a fetch that finds nothing (most of them under
+                // single enqueues) writes no page. No other writer runs
+                // between the read and the write: the transaction holds
+                // the file's write lock, and a rolled-back call rolls both
+                // back.
                 let token: i64 = tx
-                    .prepare_cached("UPDATE meta SET value = value + 1 WHERE key = 'next_token' RETURNING value")?
+                    .prepare_cached("SELECT value + 1 FROM meta WHERE key = 'next_token'")?
                     .query_row([], |r| r.get(0))?;
                 let mut claim = tx.prepare_cached(CLAIM)?;
                 let claimed = claim
@@ -284,6 +290,9 @@ impl JobStore for SqliteStore {
                         })
                     })?
                     .collect::<rusqlite::Result<Vec<_>>>()?;
+                if !claimed.is_empty() {
+                    tx.prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'next_token'")?.execute([token])?;
+                }
                 remaining -= claimed.len();
                 fetched.jobs.extend(claimed);
             }
@@ -720,5 +729,49 @@ mod tests {
         assert_eq!(claimed, 55, "each claim took its limit's worth of jobs");
         let replanned = conn.prepare_cached(super::CLAIM).unwrap().get_status(rusqlite::StatementStatus::RePrepare);
         assert!(replanned <= 1, "the claim was prepared again {replanned} times in 10 fetches");
+    }
+
+    /// A fetch that finds nothing changes nothing in the file (it used to
+    /// draw a lock token, a write, each time), and each claim that takes
+    /// jobs still gets a token of its own.
+    #[test]
+    fn a_fetch_that_finds_nothing_writes_nothing_and_claims_get_distinct_tokens() {
+        use std::time::{Duration, SystemTime};
+
+        use husk::store::{FetchRequest, JobStore, NewJob};
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("husk.db");
+        let store = SqliteStore::open(&path, Durability::Normal).unwrap();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let topics = ["t".to_owned()];
+        let request = FetchRequest { worker: "w", topics: &topics, max: 4, lock_duration: Duration::from_secs(60) };
+        let job = || NewJob {
+            topic: "t".into(),
+            input: b"{}".to_vec(),
+            policy: Default::default(),
+            not_before: None,
+            key: None,
+        };
+        // Another connection sees `data_version` change when the file's
+        // content is changed by a commit of the store's.
+        let watcher = rusqlite::Connection::open(&path).unwrap();
+        let version = || watcher.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0)).unwrap();
+
+        store.enqueue(vec![job()], now).unwrap();
+        let first = store.fetch_and_lock(request, now).unwrap().jobs;
+        assert_eq!(first.len(), 1);
+        let before = version();
+        assert!(store.fetch_and_lock(request, now).unwrap().jobs.is_empty());
+        assert_eq!(version(), before, "the empty fetch wrote to the file");
+        store.enqueue(vec![job(), job()], now).unwrap();
+        assert_ne!(version(), before, "the watcher sees the store's commits");
+        let second = store.fetch_and_lock(request, now).unwrap().jobs;
+        assert_eq!(second.len(), 2);
+        assert_eq!(second[0].lock.token, second[1].lock.token, "one token per claim");
+        assert_ne!(second[0].lock.token, first[0].lock.token, "each claim its own token");
+        store.enqueue(vec![job()], now).unwrap();
+        let third = store.fetch_and_lock(request, now).unwrap().jobs;
+        assert!(![first[0].lock.token, second[0].lock.token].contains(&third[0].lock.token));
     }
 }
