@@ -194,6 +194,14 @@ pub(crate) struct Claimed {
     pub(crate) lock: Option<i64>,
 }
 
+impl Claimed {
+    /// When a fetch that claimed nothing should look again: the next gate
+    /// or lock expiry, whichever comes first.
+    pub(crate) fn next_wake(&self) -> Option<SystemTime> {
+        self.gate.into_iter().chain(self.lock).min().map(time)
+    }
+}
+
 /// The claim of one topic's jobs, followed by `$select` (what it returns).
 /// One topic per claim: the (topic, id) index then yields ids in order and
 /// the LIMIT stops the scan. `= ANY(ARRAY(...))`, not a join: claimed ids

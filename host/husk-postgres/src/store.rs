@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
-    Expired, LiveRow, QUEUED, RUNNING, depths_of, millis, prune_candidates, prune_cutoffs, stored_version, time,
+    Expired, LiveRow, QUEUED, RUNNING, depths_of, millis, prune_candidates, prune_cutoffs, stored_version,
 };
 use husk::store::{
     CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
@@ -16,7 +16,7 @@ use husk::store::{
 
 use crate::enqueue::insert_jobs;
 use crate::listener::Listener;
-use crate::pool::{PgError, Wake};
+use crate::pool::{PgError, Wake, describe};
 use crate::rows::{
     Arm, Ending, arm_all, claim, end_all, get_record, live_row, notify, outcome_row, record_of, select_live,
     select_outcomes,
@@ -71,12 +71,13 @@ impl PostgresStore {
             }
             arm_all(tx, &arms, now)?;
             let claimed = claim(request, now, &mut |sql, params| tx.query(sql, params))?;
+            let next_wake = claimed.next_wake();
             let mut fetched = Fetched { jobs: claimed.jobs, ..Fetched::default() };
             if fetched.jobs.is_empty() {
                 // The caller waits: until the next gate opens or lock expires
                 // (of any topic). Expired locks were just reclaimed, so every
                 // lock left expires later.
-                fetched.next_wake = claimed.gate.into_iter().chain(claimed.lock).min().map(time);
+                fetched.next_wake = next_wake;
             }
             if reclaimed {
                 // Attempts were spent and jobs ended: commit durably.
@@ -102,10 +103,8 @@ impl PostgresStore {
             let fetched = if !claimed.jobs.is_empty() {
                 Some(Fetched { jobs: claimed.jobs, ..Fetched::default() })
             } else {
-                let (gate, lock) = (claimed.gate, claimed.lock);
-                let expired = lock.is_some_and(|lock| lock <= millis(now));
-                (!expired)
-                    .then(|| Fetched { next_wake: gate.into_iter().chain(lock).min().map(time), ..Fetched::default() })
+                let expired = claimed.lock.is_some_and(|lock| lock <= millis(now));
+                (!expired).then(|| Fetched { next_wake: claimed.next_wake(), ..Fetched::default() })
             };
             if let Some(fetched) = fetched {
                 return Ok(fetched);
@@ -120,26 +119,28 @@ impl JobStore for PostgresStore {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        let inserted = self.autocommit("enqueue", |query| insert_jobs(query, &jobs, now))?;
-        let wake = elsewhere(&inserted.fetchable, &self.waiting_here())
-            .fold(Wake::None, |wake, (topic, jobs)| wake.and_topic(topic, jobs));
-        if let Some(payload) = wake.payload(&self.channels.sender) {
-            // After the commit, and committed without waiting for its
-            // flush: the jobs are durable already, and a lost wake only
-            // leaves the other processes' fetchers to their poll timeout.
-            // So a failure is not the enqueue's, which the caller might
-            // repeat.
-            let sent = self.autocommit("wake", |query| {
-                Ok(query(
+        let waiting_here = self.waiting_here();
+        self.autocommit("enqueue", |query| {
+            let inserted = insert_jobs(&mut *query, &jobs, now)?;
+            let wake = elsewhere(&inserted.fetchable, &waiting_here)
+                .fold(Wake::None, |wake, (topic, jobs)| wake.and_topic(topic, jobs));
+            if let Some(payload) = wake.payload(&self.channels.sender) {
+                // After the commit, on the same connection, and committed
+                // without waiting for its flush: the jobs are durable
+                // already, and a lost wake only leaves the other processes'
+                // fetchers to their poll timeout. So a failure is not the
+                // enqueue's, which the caller might repeat.
+                let sent = query(
                     "SELECT pg_notify($1, $2), set_config('synchronous_commit', 'off', true)",
                     &[&self.channels.jobs, &payload],
-                )?)
-            });
-            if let Err(error) = sent {
-                tracing::warn!(%error, "the other processes' fetchers were not woken");
+                );
+                if let Err(error) = sent {
+                    let error = describe(&error);
+                    tracing::warn!(store = %self.name, %error, "the other processes' fetchers were not woken");
+                }
             }
-        }
-        Ok(inserted.results)
+            Ok(inserted.results)
+        })
     }
 
     fn enqueue_capped(&self, jobs: Vec<NewJob>, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
