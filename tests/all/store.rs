@@ -356,3 +356,56 @@ fn postgres_urls_are_redacted_wherever_the_password_is() {
     );
     assert_eq!(redact_url("postgres://db/husk"), "postgres://db/husk");
 }
+
+/// Kills the server-side sessions of the store opened on `url` with
+/// `application_name`, and waits until they are gone.
+fn kill_sessions(url: &str, application_name: &str) {
+    let mut admin = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+    let killed: i64 = admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1",
+            &[&application_name],
+        )
+        .unwrap()
+        .get(0);
+    assert!(killed > 0, "the store had no session to kill");
+    let since = std::time::Instant::now();
+    let alive = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1";
+    while admin.query_one(alive, &[&application_name]).unwrap().get::<_, i64>(0) > 0 {
+        assert!(since.elapsed() < Duration::from_secs(30), "the killed sessions never ended");
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+#[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
+fn postgres_a_pooled_connection_killed_while_idle_fails_one_call_when_trusted_and_none_when_checked() {
+    let Some(url) = crate::rig::pg::url() else { return };
+    for trusted_idle in [Duration::from_secs(3600), Duration::ZERO] {
+        let schema = crate::rig::pg::TestSchema::new(url);
+        let config = husk_postgres::PostgresConfig {
+            url: format!("{url}?application_name={}", schema.name),
+            trusted_idle,
+            ..schema.config()
+        };
+        let store = husk_postgres::PostgresStore::open(&config).unwrap();
+        // One call at a time: the pool holds one connection, just given back.
+        store.enqueue(vec![job("t")], now()).unwrap();
+        kill_sessions(url, &schema.name);
+        let first = store.enqueue(vec![job("t")], now());
+        if trusted_idle.is_zero() {
+            assert!(first.is_ok(), "a checked connection is replaced before the call: {first:?}");
+        } else {
+            match first {
+                Err(husk::store::StoreError::Unavailable { .. }) => {}
+                other => panic!("a trusted dead connection fails its call as unavailable: {other:?}"),
+            }
+        }
+        // The dead connection is dropped, not handed out again.
+        store.enqueue(vec![job("t")], now()).expect("the next call gets a live connection");
+        let count = format!("SELECT count(*) FROM {}.husk_jobs", schema.name);
+        let mut admin = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+        let written = admin.query_one(&count, &[]).unwrap().get::<_, i64>(0);
+        assert_eq!(written, if trusted_idle.is_zero() { 3 } else { 2 }, "the failed call wrote nothing");
+    }
+}

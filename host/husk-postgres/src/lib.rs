@@ -65,7 +65,8 @@ use vacuum::Vacuum;
 #[derive(Debug, Clone)]
 pub struct PostgresConfig {
     /// A `postgres://user:password@host:port/db` URL (or a libpq
-    /// `key=value` string).
+    /// `key=value` string). Its connections show in `pg_stat_activity` as
+    /// the URL's `application_name`, else as `husk`.
     pub url: String,
     /// Most connections this process opens (besides the listener and the
     /// vacuum thread's, one each).
@@ -76,12 +77,26 @@ pub struct PostgresConfig {
     /// connection's default (`public`). Several husk deployments can share
     /// a database, each in its own schema.
     pub schema: Option<String>,
+    /// How long a pooled connection may lie idle and still be handed out
+    /// without a round trip to check it. A connection given back this
+    /// recently was working then, and checking every checkout cost a round
+    /// trip per store call; one that broke since (the server restarted)
+    /// fails its one call as unavailable, as a call cut off mid-way does,
+    /// and is dropped. `Duration::ZERO` checks every checkout.
+    pub trusted_idle: Duration,
 }
 
 impl PostgresConfig {
-    /// `url` with a pool of 16 connections and a 5 s connect timeout.
+    /// `url` with a pool of 16 connections, a 5 s connect timeout, and
+    /// connections idle over 1 s checked at checkout (pgxpool's default).
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), pool_size: 16, connect_timeout: Duration::from_secs(5), schema: None }
+        Self {
+            url: url.into(),
+            pool_size: 16,
+            connect_timeout: Duration::from_secs(5),
+            schema: None,
+            trusted_idle: Duration::from_secs(1),
+        }
     }
 }
 
@@ -179,7 +194,11 @@ impl PostgresStore {
         };
         let mut pg: postgres::Config =
             config.url.parse().map_err(|e: postgres::Error| refused("bad URL", describe(&e)))?;
-        pg.connect_timeout(config.connect_timeout).application_name("husk");
+        pg.connect_timeout(config.connect_timeout);
+        // "husk" in `pg_stat_activity`, unless the URL names it otherwise.
+        if pg.get_application_name().is_none() {
+            pg.application_name("husk");
+        }
         let channels = Channels::new(config.schema.as_deref());
         if let Some(schema) = &config.schema {
             if schema.is_empty() || !schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -208,7 +227,7 @@ impl PostgresStore {
             .max_size(config.pool_size.max(1))
             .min_idle(Some(0))
             .connection_timeout(config.connect_timeout)
-            .build(Manager { config: pg.clone() })
+            .build(Manager { config: pg.clone(), trusted_idle: config.trusted_idle })
             .map_err(|e| store_error(store.clone(), "cannot open the connection pool", PgError::Pool(e)))?;
         Ok(Self {
             vacuum: Vacuum::new(pg.clone(), name.clone()),

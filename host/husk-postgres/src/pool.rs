@@ -2,6 +2,7 @@
 //! failures named as [`StoreError`]s.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
@@ -14,10 +15,21 @@ use crate::{Channels, PostgresStore};
 pub(crate) struct PgConn {
     pub(crate) client: Client,
     pub(crate) statements: HashMap<&'static str, Statement>,
+    /// When the connection was last given back to the pool whole.
+    returned: Option<Instant>,
+}
+
+/// Whether a connection given back at `returned` is to be checked with a
+/// round trip at checkout `now`: it has never been given back, or it lay
+/// idle longer than `trusted_idle`.
+fn worth_checking(returned: Option<Instant>, now: Instant, trusted_idle: Duration) -> bool {
+    returned.is_none_or(|at| now.saturating_duration_since(at) > trusted_idle)
 }
 
 pub(crate) struct Manager {
     pub(crate) config: postgres::Config,
+    /// See [`crate::PostgresConfig::trusted_idle`].
+    pub(crate) trusted_idle: Duration,
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -25,14 +37,22 @@ impl r2d2::ManageConnection for Manager {
     type Error = postgres::Error;
 
     fn connect(&self) -> Result<PgConn, postgres::Error> {
-        Ok(PgConn { client: self.config.connect(NoTls)?, statements: HashMap::new() })
+        Ok(PgConn { client: self.config.connect(NoTls)?, statements: HashMap::new(), returned: None })
     }
 
+    /// Checked out: a round trip only after the trusted idle time in the
+    /// pool.
     fn is_valid(&self, conn: &mut PgConn) -> Result<(), postgres::Error> {
+        if !worth_checking(conn.returned, Instant::now(), self.trusted_idle) {
+            return Ok(());
+        }
         conn.client.simple_query("").map(drop)
     }
 
+    /// Given back (r2d2 calls this on every return): broken if closed, and
+    /// else stamped with the time for [`Manager::is_valid`].
     fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.returned = Some(Instant::now());
         conn.client.is_closed()
     }
 }
@@ -244,7 +264,7 @@ impl PostgresStore {
     ) -> Result<R, StoreError> {
         let fail = |e: PgError| self.fail(what, e);
         let mut conn = self.pool.get().map_err(|e| fail(PgError::Pool(e)))?;
-        let PgConn { client, statements } = &mut *conn;
+        let PgConn { client, statements, .. } = &mut *conn;
         let tx = client.transaction().map_err(|e| fail(e.into()))?;
         let mut tx = Tx { tx, statements, wake: Wake::None };
         let result = f(&mut tx, &self.channels).map_err(fail)?;
@@ -263,7 +283,7 @@ impl PostgresStore {
         f: impl FnOnce(Query<'_>) -> Result<R, PgError>,
     ) -> Result<R, StoreError> {
         let mut conn = self.pool.get().map_err(|e| self.fail(what, PgError::Pool(e)))?;
-        let PgConn { client, statements } = &mut *conn;
+        let PgConn { client, statements, .. } = &mut *conn;
         f(&mut |sql, params| {
             let statement = cached(statements, sql, |sql| client.prepare(sql))?;
             client.query(&statement, params)
@@ -279,7 +299,20 @@ impl PostgresStore {
 
 #[cfg(test)]
 mod tests {
-    use super::{Wake, parse_wake};
+    use std::time::{Duration, Instant};
+
+    use super::{Wake, parse_wake, worth_checking};
+
+    #[test]
+    fn a_connection_is_checked_when_new_or_idle_longer_than_trusted() {
+        let now = Instant::now();
+        let second = Duration::from_secs(1);
+        assert!(worth_checking(None, now, second), "never given back");
+        assert!(!worth_checking(Some(now - second / 2), now, second), "given back half a second ago");
+        assert!(worth_checking(Some(now - 2 * second), now, second), "idle two seconds");
+        assert!(worth_checking(Some(now - second / 2), now, Duration::ZERO), "zero trusts nothing");
+        assert!(!worth_checking(Some(now + second), now, second), "a stamp after now is fresh");
+    }
 
     #[test]
     fn a_topics_wake_carries_its_topic_and_count_and_a_mixed_one_wakes_all() {
