@@ -33,7 +33,7 @@ use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::sync_channel;
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
@@ -120,7 +120,8 @@ struct Pending<R, F> {
     what: &'static str,
     call: Option<F>,
     result: Option<Result<R, StoreError>>,
-    reply: SyncSender<Reply<R>>,
+    /// Hands the caller its reply (called on the connection thread).
+    reply: Box<dyn FnOnce(Reply<R>) + Send>,
     err: ErrorOf,
 }
 
@@ -150,12 +151,11 @@ where
             (Err(e), _) => Err(e),
             (Ok(()), None) => Err((self.err)(self.what, &aborted("the call never ran"))),
         };
-        // A caller that is gone (it cannot be: it waits) is no one to tell.
-        let _ = self.reply.send(Reply::Value(result));
+        (self.reply)(Reply::Value(result));
     }
 
     fn panicked(self: Box<Self>, payload: Box<dyn Any + Send>) {
-        let _ = self.reply.send(Reply::Panicked(payload));
+        (self.reply)(Reply::Panicked(payload));
     }
 }
 
@@ -190,17 +190,45 @@ impl Group {
         F: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
     {
         let (reply, answer) = sync_channel(1);
-        let pending = Pending { access, what, call: Some(call), result: None, reply, err: self.err.clone() };
-        {
-            let mut queue = self.shared.queue.lock();
-            queue.calls.push_back(Box::new(pending));
-        }
-        self.shared.arrived.notify_one();
+        // A caller that is gone (it cannot be: it waits) is no one to tell.
+        self.queue(access, what, call, move |r| drop(reply.send(r)));
         match answer.recv() {
             Ok(Reply::Value(result)) => result,
             Ok(Reply::Panicked(payload)) => resume_unwind(payload),
             Err(_) => Err((self.err)(what, &aborted("the store's connection thread ended"))),
         }
+    }
+
+    /// Queues `call` as [`Group::run`] does, and returns at once: `done`
+    /// gets its result on the connection thread, once the transaction it
+    /// ran in ended. A panic of `call` is `done`'s error (saying so), not
+    /// the caller's, who is not waiting.
+    pub(crate) fn submit<R, F>(
+        &self,
+        access: Access,
+        what: &'static str,
+        call: F,
+        done: impl FnOnce(Result<R, StoreError>) + Send + 'static,
+    ) where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
+    {
+        let err = self.err.clone();
+        self.queue(access, what, call, move |reply| match reply {
+            Reply::Value(result) => done(result),
+            Reply::Panicked(_) => done(Err(err(what, &aborted("the store call panicked")))),
+        });
+    }
+
+    fn queue<R, F>(&self, access: Access, what: &'static str, call: F, reply: impl FnOnce(Reply<R>) + Send + 'static)
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
+    {
+        let reply = Box::new(reply);
+        let pending = Pending { access, what, call: Some(call), result: None, reply, err: self.err.clone() };
+        self.shared.queue.lock().calls.push_back(Box::new(pending));
+        self.shared.arrived.notify_one();
     }
 
     #[cfg(test)]
@@ -214,8 +242,8 @@ impl Drop for Group {
         self.shared.queue.lock().closed = true;
         self.shared.arrived.notify_one();
         if let Some(thread) = self.thread.take() {
-            // The queue is empty (every caller waited for its answer): the
-            // thread ends at once, and the connection is closed after it.
+            // The thread runs what is still queued (submitted calls no one
+            // waits for), then ends, and the connection is closed after it.
             let _ = thread.join();
         }
     }
@@ -538,6 +566,47 @@ mod tests {
         assert_eq!(committed(&reader), vec![0]);
         group.run(Access::Write, "write", |conn| insert(conn, 3, None)).unwrap();
         assert_eq!(committed(&reader), vec![0, 3], "the connection is usable again");
+    }
+
+    #[test]
+    fn a_submitted_call_returns_at_once_and_hands_over_its_result_once_committed() {
+        let (group, _reader, dir) = group();
+        let (first, go) = holding(&group);
+        let (sent, results) = channel();
+        let path = dir.path().join("g.db");
+        group.submit(
+            Access::Write,
+            "write",
+            |conn| insert(conn, 1, None).map(|()| "inserted"),
+            move |result| sent.send((result, committed(&Connection::open(path).unwrap()))).unwrap(),
+        );
+        // Back at once, though the connection thread is held.
+        assert_eq!(group.queued(), 1);
+        assert!(results.try_recv().is_err(), "no result before the call ran");
+        go.send(()).unwrap();
+        assert!(first.join().unwrap().is_ok());
+        let (result, seen) = results.recv().unwrap();
+        assert_eq!(result.unwrap(), "inserted");
+        assert_eq!(seen, vec![0, 1], "the result comes after the commit holding the call's writes");
+    }
+
+    #[test]
+    fn a_submitted_call_that_panics_fails_its_result_and_the_thread_goes_on() {
+        let (group, reader, _dir) = group();
+        let (sent, results) = channel();
+        group.submit(
+            Access::Write,
+            "write",
+            |conn| {
+                insert(conn, 1, None)?;
+                panic!("a bug in a store call")
+            },
+            move |result: Result<(), StoreError>| sent.send(result).unwrap(),
+        );
+        let result = results.recv().unwrap();
+        assert!(result.as_ref().is_err_and(|e| e.to_string().contains("panicked")), "{result:?}");
+        group.run(Access::Write, "write", |conn| insert(conn, 2, None)).unwrap();
+        assert_eq!(committed(&reader), vec![2], "the panicked call's write is rolled back; the next commits");
     }
 
     #[test]

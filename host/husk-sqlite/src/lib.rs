@@ -36,9 +36,9 @@ use husk::store::sql::{
     prune_cutoffs, stored_version, time, to_json,
 };
 use husk::store::{
-    CancelResult, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
-    ListFilter, Lock, LockedJob, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult, StoreError,
-    StoredVersion, TopicVersion,
+    CancelResult, Depth, DiscardResult, EnqueueDone, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState,
+    JobStore, ListFilter, Lock, LockedJob, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult,
+    StoreError, StoredVersion, TopicVersion,
 };
 
 /// Prepared statements kept per connection (see [`SqliteStore::open`]).
@@ -212,36 +212,15 @@ impl JobStore for SqliteStore {
     }
 
     fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
-        // The write transaction is exclusive (IMMEDIATE): no other enqueue
-        // can take a key between the look-up and the insert.
-        self.write(move |tx| {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO jobs (topic, input, policy, attempt, state, not_before, enqueued_at)
-                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6)",
-            )?;
-            jobs.iter()
-                .map(|job| {
-                    if let Some(id) = job.key.as_deref().map(|key| keyed_job(tx, key)).transpose()?.flatten() {
-                        return Ok(Enqueued { id, created: false });
-                    }
-                    let (state, not_before) = armed_state(job.not_before, now);
-                    insert.execute(params![
-                        job.topic,
-                        job.input,
-                        to_json(&job.policy),
-                        state,
-                        not_before,
-                        millis(now)
-                    ])?;
-                    let id = tx.last_insert_rowid();
-                    if let Some(key) = &job.key {
-                        tx.prepare_cached("INSERT INTO keys (key, job_id) VALUES (?1, ?2)")?
-                            .execute(params![key, id])?;
-                    }
-                    Ok(Enqueued { id: JobId(id as u64), created: true })
-                })
-                .collect()
-        })
+        self.write(move |tx| insert_jobs(tx, &jobs, now))
+    }
+
+    fn enqueue_then(&self, jobs: Vec<NewJob>, now: SystemTime, done: EnqueueDone) {
+        self.group.submit(Access::Write, "write", move |tx| insert_jobs(tx, &jobs, now), done);
+    }
+
+    fn enqueues_in_background(&self) -> bool {
+        true
     }
 
     fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
@@ -676,6 +655,30 @@ mod conformance {
         let store = super::SqliteStore::open(&dir.path().join("husk.db"), super::Durability::Normal).unwrap();
         husk::store::conformance::Fresh::new(std::sync::Arc::new(store), dir)
     });
+}
+
+/// Writes `jobs` in the open write transaction, which is exclusive
+/// (IMMEDIATE): no other enqueue can take a key between the look-up and the
+/// insert.
+fn insert_jobs(tx: &Connection, jobs: &[NewJob], now: SystemTime) -> rusqlite::Result<Vec<Enqueued>> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO jobs (topic, input, policy, attempt, state, not_before, enqueued_at)
+         VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6)",
+    )?;
+    jobs.iter()
+        .map(|job| {
+            if let Some(id) = job.key.as_deref().map(|key| keyed_job(tx, key)).transpose()?.flatten() {
+                return Ok(Enqueued { id, created: false });
+            }
+            let (state, not_before) = armed_state(job.not_before, now);
+            insert.execute(params![job.topic, job.input, to_json(&job.policy), state, not_before, millis(now)])?;
+            let id = tx.last_insert_rowid();
+            if let Some(key) = &job.key {
+                tx.prepare_cached("INSERT INTO keys (key, job_id) VALUES (?1, ?2)")?.execute(params![key, id])?;
+            }
+            Ok(Enqueued { id: JobId(id as u64), created: true })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -44,8 +44,12 @@ pub(super) async fn enqueue(
     api.own_topic(&caller.tenant, &topic)?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::malformed_json(&e))?;
     let key = idempotency_key(&headers)?.map(|key| topic_key(&topic, key));
-    let enqueued = blocking(move || Ok((api.host.enqueue_keyed(&topic, body, key)?, topic))).await;
-    let (enqueued, topic) = enqueued?;
+    let (enqueued, topic) = if api.host.enqueues_without_blocking(&topic) {
+        // No thread waits for the store's commit.
+        (api.host.dispatcher().enqueue_batch_async(&topic, vec![(body, key)]).await?.remove(0), topic)
+    } else {
+        blocking(move || Ok((api.host.enqueue_keyed(&topic, body, key)?, topic))).await?
+    };
     let status = if enqueued.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(json!({ "id": enqueued.id, "topic": topic, "created": enqueued.created }))))
 }

@@ -225,6 +225,55 @@ impl Dispatcher {
         Ok(self.add(jobs)?)
     }
 
+    /// Whether [`Dispatcher::enqueue_batch_async`] waits without a thread
+    /// of its own: the store enqueues in the background
+    /// ([`JobStore::enqueues_in_background`]).
+    pub fn enqueues_in_background(&self) -> bool {
+        self.store.enqueues_in_background()
+    }
+
+    /// [`Dispatcher::enqueue_batch`] for a caller on a tokio runtime. On a
+    /// store that enqueues in the background no thread waits for the
+    /// commit, and the jobs are counted and their topic's fetchers woken on
+    /// the store's thread; on any other store the call runs on tokio's
+    /// blocking pool. Either way a caller that stops waiting loses only the
+    /// answer.
+    ///
+    /// # Errors
+    ///
+    /// As [`Dispatcher::enqueue_batch`].
+    pub async fn enqueue_batch_async(
+        self: &Arc<Self>,
+        topic: &str,
+        jobs: Vec<(Vec<u8>, Option<String>)>,
+    ) -> Result<Vec<Enqueued>, EnqueueError> {
+        if !self.store.enqueues_in_background() {
+            let (dispatcher, topic) = (self.clone(), topic.to_owned());
+            return tokio::task::spawn_blocking(move || dispatcher.enqueue_batch(&topic, jobs)).await.map_err(|e| {
+                EnqueueError::Store(StoreError::Failed {
+                    store: "the store".into(),
+                    message: format!("the enqueue's thread failed: {e}"),
+                })
+            })?;
+        }
+        let jobs = self.new_jobs(topic, jobs)?;
+        let (sent, answer) = tokio::sync::oneshot::channel();
+        let (dispatcher, topic) = (self.clone(), topic.to_owned());
+        let done = move |result: Result<Vec<Enqueued>, StoreError>| {
+            if let Ok(enqueued) = &result {
+                dispatcher.created(&topic, enqueued);
+            }
+            // A caller that stopped waiting is told nothing.
+            let _ = sent.send(result);
+        };
+        self.store.enqueue_then(jobs, self.clock.now(), Box::new(done));
+        let result = answer.await.map_err(|_| StoreError::Failed {
+            store: "the store".into(),
+            message: "the enqueue ended without a result".into(),
+        })?;
+        Ok(result?)
+    }
+
     /// [`Dispatcher::enqueue_batch`] within a tenant's `max_queued` (see
     /// [`JobStore::enqueue_capped`]).
     ///

@@ -392,6 +392,17 @@ impl Host {
         Ok(self.enqueue_batch(topic, vec![(input, key)])?.remove(0))
     }
 
+    /// Whether an enqueue of `topic` may go through
+    /// [`Dispatcher::enqueue_batch_async`], which on a store that enqueues in
+    /// the background waits without a thread of its own: its tenant has no
+    /// `max_queued` to check (that check is [`Host::enqueue_batch`]'s, a
+    /// blocking call).
+    pub fn enqueues_without_blocking(&self, topic: &str) -> bool {
+        let tenant = self.runtimes.iter().find(|r| r.topic.name == topic).and_then(|r| r.topic.tenant.as_deref());
+        let capped = tenant.is_some_and(|t| self.quota(t).max_queued.is_some() && self.queue_checks.contains_key(t));
+        !capped && self.dispatcher.enqueues_in_background()
+    }
+
     /// Enqueues jobs of one topic in one transaction, all or none, each an
     /// input with an optional idempotency key (a key already taken, by an
     /// earlier job or earlier in the batch, returns that job, `created:

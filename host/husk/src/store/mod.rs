@@ -375,6 +375,9 @@ pub trait StoreEvents: Send + Sync {
     fn cancel_requested(&self, id: JobId);
 }
 
+/// What [`JobStore::enqueue_then`] hands an enqueue's result to.
+pub type EnqueueDone = Box<dyn FnOnce(Result<Vec<Enqueued>, StoreError>) + Send>;
+
 /// Where jobs live. All methods take `now` from the dispatcher's clock, so
 /// the store never reads time itself. Implementations must be safe to call
 /// from many threads.
@@ -546,6 +549,23 @@ pub trait JobStore: Send + Sync + 'static {
     /// enqueues wait for one another to make one call together, which here
     /// only adds the waits. `false`: each call is a transaction of its own.
     fn commits_in_groups(&self) -> bool {
+        false
+    }
+
+    /// Starts [`JobStore::enqueue`] and hands its result to `done`. A store
+    /// that runs its calls on a thread of its own
+    /// ([`JobStore::enqueues_in_background`]) returns at once and calls
+    /// `done` from that thread once the jobs are committed, so an async
+    /// caller need not hold a thread of its own while it waits. The
+    /// default enqueues here, then calls `done`.
+    fn enqueue_then(&self, jobs: Vec<NewJob>, now: SystemTime, done: EnqueueDone) {
+        done(self.enqueue(jobs, now));
+    }
+
+    /// Whether [`JobStore::enqueue_then`] returns without waiting for the
+    /// store (SQLite's connection thread runs it). `false`: it blocks its
+    /// caller, as [`JobStore::enqueue`] does.
+    fn enqueues_in_background(&self) -> bool {
         false
     }
 

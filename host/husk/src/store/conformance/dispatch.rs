@@ -581,3 +581,45 @@ pub fn keyed_enqueue_counts_and_wakes_only_when_it_creates(backend: &dyn Backend
     assert_eq!(fetched, vec![first.id, unkeyed.id]);
     assert_eq!(rig.dispatcher.totals().enqueued, 2);
 }
+
+/// Conformance check: an async enqueue gives what the blocking one gives,
+/// and one whose caller stops waiting once it started still lands, counted,
+/// and wakes a waiting fetch.
+pub fn an_async_enqueue_lands_counted_and_wakes_even_if_its_caller_stops_waiting(backend: &dyn Backend) {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+
+    let rig = Rig::with_topic(backend, fixed(3, 10));
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let key = || Some("k".to_owned());
+    let both = vec![(b"{}".to_vec(), key()), (b"{\"other\":1}".to_vec(), key())];
+    let enqueued = runtime.block_on(rig.dispatcher.enqueue_batch_async("t", both)).unwrap();
+    assert!(enqueued[0].created);
+    assert_eq!(enqueued[1], Enqueued { id: enqueued[0].id, created: false }, "a repeated key names the first job");
+    let unknown = runtime.block_on(rig.dispatcher.enqueue_batch_async("nope", vec![(b"{}".to_vec(), None)]));
+    assert!(unknown.is_err(), "an unknown topic is refused");
+    assert_eq!(rig.dispatcher.totals().enqueued, 1);
+    assert_eq!(rig.fetch("t", 10).len(), 1);
+
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let topics = ["t".to_owned()];
+            let request = FetchRequest { worker: "w", topics: &topics, max: 10, lock_duration: LOCK };
+            let wait = Duration::from_secs(3600);
+            tx.send(rig.dispatcher.fetch_and_lock(request, wait, &rig.stop, None, &mut Default::default()).unwrap())
+                .unwrap();
+        });
+        {
+            // Started (polled once, on the runtime: a blocking store's call
+            // goes to its blocking pool), then dropped: the caller stopped
+            // waiting.
+            let _runtime = runtime.enter();
+            let mut started = std::pin::pin!(rig.dispatcher.enqueue_batch_async("t", vec![(b"{}".to_vec(), None)]));
+            let _ = started.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+        }
+        let jobs = rx.recv_timeout(Duration::from_secs(30)).expect("woken by the abandoned enqueue");
+        assert_eq!(jobs.len(), 1, "the abandoned enqueue's job landed");
+    });
+    assert_eq!(rig.dispatcher.totals().enqueued, 2, "and was counted");
+}

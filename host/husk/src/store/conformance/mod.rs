@@ -193,6 +193,7 @@ macro_rules! store_conformance {
             dispatch::a_business_outcome_is_an_attempt_without_a_fault,
             dispatch::lock_expiries_are_attempts_without_a_version_and_a_retried_incident_continues_its_history,
             dispatch::keyed_enqueue_counts_and_wakes_only_when_it_creates,
+            dispatch::an_async_enqueue_lands_counted_and_wakes_even_if_its_caller_stops_waiting,
             store::outcome_log_is_ordered_and_resumable_by_cursor,
             store::depths_and_listing_follow_job_states,
             store::listing_filters_by_outcome_enqueue_time_and_fault_code,
