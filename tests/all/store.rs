@@ -384,7 +384,7 @@ fn postgres_a_pooled_connection_killed_while_idle_fails_one_call_when_trusted_an
     for trusted_idle in [Duration::from_secs(3600), Duration::ZERO] {
         let schema = crate::rig::pg::TestSchema::new(url);
         let config = husk_postgres::PostgresConfig {
-            url: format!("{url}?application_name={}", schema.name),
+            url: format!("{url}{}application_name={}", if url.contains('?') { '&' } else { '?' }, schema.name),
             trusted_idle,
             ..schema.config()
         };

@@ -398,9 +398,14 @@ impl Host {
     /// `max_queued` to check (that check is [`Host::enqueue_batch`]'s, a
     /// blocking call).
     pub fn enqueues_without_blocking(&self, topic: &str) -> bool {
-        let tenant = self.runtimes.iter().find(|r| r.topic.name == topic).and_then(|r| r.topic.tenant.as_deref());
-        let capped = tenant.is_some_and(|t| self.quota(t).max_queued.is_some() && self.queue_checks.contains_key(t));
-        !capped && self.dispatcher.enqueues_in_background()
+        self.queue_cap(topic).is_none() && self.dispatcher.enqueues_in_background()
+    }
+
+    /// The `max_queued` an enqueue of `topic` is checked against: its
+    /// tenant, the limit, and the tenant's check. `None`: no limit applies.
+    fn queue_cap(&self, topic: &str) -> Option<(&str, u64, &Mutex<QueueCheck>)> {
+        let tenant = self.runtimes.iter().find(|r| r.topic.name == topic)?.topic.tenant.as_deref()?;
+        Some((tenant, self.quota(tenant).max_queued?, self.queue_checks.get(tenant)?))
     }
 
     /// Enqueues jobs of one topic in one transaction, all or none, each an
@@ -423,11 +428,7 @@ impl Host {
         topic: &str,
         jobs: Vec<(Vec<u8>, Option<String>)>,
     ) -> Result<Vec<Enqueued>, EnqueueError> {
-        let tenant = self.runtimes.iter().find(|r| r.topic.name == topic).and_then(|r| r.topic.tenant.as_deref());
-        let (Some(tenant), Some(max)) = (tenant, tenant.and_then(|t| self.quota(t).max_queued)) else {
-            return self.dispatcher.enqueue_batch(topic, jobs);
-        };
-        let Some(check) = self.queue_checks.get(tenant) else {
+        let Some((tenant, max, check)) = self.queue_cap(topic) else {
             return self.dispatcher.enqueue_batch(topic, jobs);
         };
         let adding = jobs.len() as u64;
