@@ -24,25 +24,12 @@ use husk::store::{Enqueued, JobId, NewJob};
 use crate::pool::{PgError, Query};
 
 /// Draws an id per job, takes the keys and writes the rows that took theirs
-/// (or have none). `n` is the jobs' order (`slot`); a job's id is drawn in
-/// that order, so a call's jobs are claimed in it. Returns, per job: its
-/// slot, its id, whether it was written, and if not the key's holder when
-/// the statement's snapshot has it.
-const INSERT: &str = "WITH n AS MATERIALIZED (
-         SELECT n.*, nextval('husk_jobs_id_seq') AS id
-         FROM unnest($1::text[], $2::bytea[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) WITH ORDINALITY
-              AS n(topic, input, policy, state, not_before, key, slot)),
-     keyed AS (
-         INSERT INTO husk_keys (key, job_id) SELECT key, id FROM n WHERE key IS NOT NULL ORDER BY key
-         ON CONFLICT (key) DO NOTHING RETURNING key),
-     marked AS MATERIALIZED (
-         SELECT n.*, (n.key IS NULL OR n.key IN (SELECT key FROM keyed)) AS created FROM n),
-     written AS (
-         INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at)
-         SELECT id, topic, input, policy, 1, state, not_before, $7 FROM marked WHERE created)
-     SELECT slot, id, created,
-            CASE WHEN created THEN NULL ELSE (SELECT k.job_id FROM husk_keys k WHERE k.key = marked.key) END
-     FROM marked";
+/// (or have none): `husk_enqueue` (migration 5, which holds the statement;
+/// see `crate::migrations` for why a function). `slot` is the jobs' order;
+/// a job's id is drawn in that order, so a call's jobs are claimed in it.
+/// Returns, per job: its slot, its id, whether it was written, and if not
+/// the key's holder when the statement's snapshot has it.
+const INSERT: &str = "SELECT slot, id, created, holder FROM husk_enqueue($1, $2, $3, $4, $5, $6, $7)";
 
 /// What an enqueue wrote.
 pub(crate) struct Inserted {

@@ -159,6 +159,53 @@ BEGIN
 END
 $$;
 "#,
+    // 5: statements planned once per connection. PostgreSQL plans a
+    // prepared statement anew on every call while it judges the generic
+    // plan dearer than a custom one; an enqueue's arrays of one job made
+    // it judge so on every call, planning cost more than running it. The
+    // enqueue now runs in a function whose plan is always the generic one;
+    // and the outcome writers' mark no longer runs a SQL function (whose
+    // body PostgreSQL parses and plans on every call).
+    r#"
+CREATE FUNCTION husk_enqueue(p_topics TEXT[], p_inputs BYTEA[], p_policies TEXT[], p_states BIGINT[],
+                             p_gates BIGINT[], p_keys TEXT[], p_now BIGINT)
+    RETURNS TABLE (slot BIGINT, id BIGINT, created BOOLEAN, holder BIGINT)
+    LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH n AS MATERIALIZED (
+         SELECT n.*, nextval('husk_jobs_id_seq') AS id
+         FROM unnest(p_topics, p_inputs, p_policies, p_states, p_gates, p_keys) WITH ORDINALITY
+              AS n(topic, input, policy, state, not_before, key, slot)),
+     keyed AS (
+         INSERT INTO husk_keys (key, job_id) SELECT key, id FROM n WHERE key IS NOT NULL ORDER BY key
+         ON CONFLICT (key) DO NOTHING RETURNING key),
+     marked AS MATERIALIZED (
+         SELECT n.*, (n.key IS NULL OR n.key IN (SELECT key FROM keyed)) AS created FROM n),
+     written AS (
+         INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at)
+         SELECT id, topic, input, policy, 1, state, not_before, p_now FROM marked WHERE created)
+    SELECT marked.slot, marked.id, marked.created,
+           CASE WHEN marked.created THEN NULL
+                ELSE (SELECT k.job_id FROM husk_keys k WHERE k.key = marked.key) END
+    FROM marked;
+END
+$$;
+CREATE OR REPLACE FUNCTION husk_next_seqs(n BIGINT) RETURNS SETOF BIGINT LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    drawn BIGINT;
+BEGIN
+    IF n > 0 THEN
+        SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END INTO drawn FROM husk_outcome_seq;
+        PERFORM pg_advisory_xact_lock_shared((husk_seq_tag() << 48) | drawn);
+        FOR i IN 1..n LOOP
+            RETURN NEXT nextval('husk_outcome_seq');
+        END LOOP;
+    END IF;
+END
+$$;
+"#,
 ];
 
 /// Key of the advisory lock that serializes migrations of concurrent starts.

@@ -81,4 +81,8 @@ CREATE TABLE plugin_versions (
     r#"
 UPDATE meta SET value = value WHERE 0;
 "#,
+    // 5: nothing here (PostgreSQL's statements planned once).
+    r#"
+UPDATE meta SET value = value WHERE 0;
+"#,
 ];
