@@ -164,9 +164,11 @@ $$;
     // plan dearer than a custom one; an enqueue's arrays of one job made
     // it judge so on every call, planning cost more than running it. The
     // enqueue now runs in a function whose plan is always the generic one;
-    // and the outcome writers' mark and the readers' bound read the
-    // sequence themselves, not through a SQL-language function (whose body
-    // PostgreSQL parses and plans on every call).
+    // and each report's mark reads the sequence itself, not through
+    // `husk_seq_drawn`, a SQL-language function (whose body PostgreSQL
+    // parses and plans on every call), and draws its seqs in a loop rather
+    // than a query planned for each `n`. The readers' bound, a call per
+    // read of the outcome stream, keeps `husk_seq_drawn`.
     r#"
 CREATE FUNCTION husk_enqueue(p_topics TEXT[], p_inputs BYTEA[], p_policies TEXT[], p_states BIGINT[],
                              p_gates BIGINT[], p_keys TEXT[], p_now BIGINT)
@@ -206,19 +208,6 @@ BEGIN
     END IF;
 END
 $$;
-CREATE OR REPLACE FUNCTION husk_seq_committed() RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-    drawn BIGINT;
-    marked BIGINT;
-BEGIN
-    SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END INTO drawn FROM husk_outcome_seq;
-    SELECT min(((classid::bigint << 32) | objid::bigint) & 281474976710655) INTO marked FROM pg_locks
-     WHERE locktype = 'advisory' AND objsubid = 1 AND (classid::bigint >> 16) = husk_seq_tag()
-       AND database = (SELECT oid FROM pg_database WHERE datname = current_database());
-    RETURN least(drawn, coalesce(marked, drawn));
-END
-$$;
-DROP FUNCTION husk_seq_drawn();
 "#,
 ];
 
