@@ -116,34 +116,39 @@ fn postgres_concurrent_enqueues_of_one_key_from_two_processes_make_one_job() {
 
 /// An enqueue's statement reads a key's holder from its snapshot, taken
 /// before it waited on the holder's row: a holder that commits meanwhile is
-/// read afterwards, and named.
+/// read afterwards, and named. Both statements: one job alone (its own
+/// statement) and a job with another (`husk_enqueue`).
 #[test]
 #[cfg_attr(not(husk_postgres), ignore = "no PostgreSQL test server: run scripts/postgres start")]
 fn postgres_an_enqueue_waiting_on_a_key_named_by_a_commit_after_it_began_returns_that_job() {
     let Some(url) = crate::rig::pg::url() else { return };
-    let schema = crate::rig::pg::TestSchema::new(url);
-    let store = schema.open();
-    let mut holder = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
-    let mut watcher = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
-    let mut tx = holder.transaction().unwrap();
-    tx.execute(&format!("INSERT INTO {}.husk_keys (key, job_id) VALUES ('k', 4242)", schema.name), &[]).unwrap();
-    let enqueued = std::thread::scope(|scope| {
-        let enqueue = scope.spawn(|| store.enqueue(vec![keyed("t", "k"), job("t")], now()).unwrap());
-        // Until the enqueue waits on the uncommitted key.
-        let waiting = "SELECT count(*) FROM pg_locks WHERE NOT granted";
-        let since = std::time::Instant::now();
-        while watcher.query_one(waiting, &[]).unwrap().get::<_, i64>(0) == 0 {
-            assert!(!enqueue.is_finished(), "the enqueue did not wait for the key's holder");
-            assert!(since.elapsed() < Duration::from_secs(30), "the enqueue never waited on the key");
-            std::thread::yield_now();
-        }
-        tx.commit().unwrap();
-        enqueue.join().unwrap()
-    });
-    assert_eq!(enqueued[0], Enqueued { id: JobId(4242), created: false }, "the key's holder, committed late");
-    assert!(enqueued[1].created, "the keyless job is written");
-    let count = format!("SELECT count(*) FROM {}.husk_jobs", schema.name);
-    assert_eq!(watcher.query_one(&count, &[]).unwrap().get::<_, i64>(0), 1, "no row for the held key");
+    for jobs in [vec![keyed("t", "k")], vec![keyed("t", "k"), job("t")]] {
+        let schema = crate::rig::pg::TestSchema::new(url);
+        let store = schema.open();
+        let mut holder = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+        let mut watcher = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+        let mut tx = holder.transaction().unwrap();
+        tx.execute(&format!("INSERT INTO {}.husk_keys (key, job_id) VALUES ('k', 4242)", schema.name), &[]).unwrap();
+        let n = jobs.len();
+        let enqueued = std::thread::scope(|scope| {
+            let enqueue = scope.spawn(|| store.enqueue(jobs, now()).unwrap());
+            // Until the enqueue waits on the uncommitted key.
+            let waiting = "SELECT count(*) FROM pg_locks WHERE NOT granted";
+            let since = std::time::Instant::now();
+            while watcher.query_one(waiting, &[]).unwrap().get::<_, i64>(0) == 0 {
+                assert!(!enqueue.is_finished(), "the enqueue did not wait for the key's holder");
+                assert!(since.elapsed() < Duration::from_secs(30), "the enqueue never waited on the key");
+                std::thread::yield_now();
+            }
+            tx.commit().unwrap();
+            enqueue.join().unwrap()
+        });
+        assert_eq!(enqueued[0], Enqueued { id: JobId(4242), created: false }, "{n} job(s): the holder, committed late");
+        assert!(enqueued[1..].iter().all(|e| e.created), "the keyless job is written");
+        let count = format!("SELECT count(*) FROM {}.husk_jobs", schema.name);
+        let rows = watcher.query_one(&count, &[]).unwrap().get::<_, i64>(0);
+        assert_eq!(rows, n as i64 - 1, "no row for the held key");
+    }
 }
 
 #[test]
