@@ -17,11 +17,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+#[path = "support/pg.rs"]
+mod pg;
 #[path = "support/serve.rs"]
 mod serve;
 
 use husk_cli::client::Client;
 use husk_server::tokens::token_hash;
+use pg::{drop_schema, postgres_url};
 use serve::start;
 
 const TOKEN: &str = "bench-token";
@@ -129,15 +132,6 @@ fn report(label: &str, servers: &[String], jobs: usize) {
     println!("{label}: batches of {BATCH}, {CLIENTS} connections: {rate:>8.0} jobs/s");
 }
 
-/// The PostgreSQL test server's URL, if one runs.
-fn postgres_url() -> Option<String> {
-    std::env::var("HUSK_TEST_POSTGRES").ok().or_else(|| {
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/postgres/url"))
-            .ok()
-            .map(|s| s.trim().to_owned())
-    })
-}
-
 fn main() {
     let jobs: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(40_000);
     let only = std::env::args().skip(1).find(|a| a == "sqlite" || a == "postgres");
@@ -162,6 +156,5 @@ fn main() {
     let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
     report("PostgreSQL, 3 processes", &urls, jobs);
     drop(servers);
-    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
+    drop_schema(&url, &schema);
 }

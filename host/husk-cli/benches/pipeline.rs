@@ -20,6 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+#[path = "support/pg.rs"]
+mod pg;
+
 use husk::engine::EngineConfig;
 use husk::outcome::{Outcome, OutcomeSink, TerminalOutcome};
 use husk::quota::Quota;
@@ -30,6 +33,7 @@ use husk::worker::{Handled, Handler};
 use husk::{Host, PluginSource, Topic};
 use husk_postgres::{PostgresConfig, PostgresStore};
 use husk_sqlite::{Durability, SqliteStore};
+use pg::{drop_schema, postgres_url};
 use serde::{Deserialize, Serialize};
 
 /// Counts completed outcomes and wakes the bench when all arrived.
@@ -134,23 +138,9 @@ fn inputs(jobs: usize) -> Vec<Vec<u8>> {
     (0..jobs).map(|i| format!(r#"{{"name":"user-{i}","amount":{i}.5}}"#).into_bytes()).collect()
 }
 
-/// The PostgreSQL test server's URL, if one runs.
-fn postgres_url() -> Option<String> {
-    std::env::var("HUSK_TEST_POSTGRES").ok().or_else(|| {
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/postgres/url"))
-            .ok()
-            .map(|s| s.trim().to_owned())
-    })
-}
-
 fn postgres(url: &str, schema: &str) -> Arc<dyn JobStore> {
     let config = PostgresConfig { schema: Some(schema.to_owned()), ..PostgresConfig::new(url) };
     Arc::new(PostgresStore::open(&config).unwrap())
-}
-
-fn drop_schema(url: &str, schema: &str) {
-    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-    client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
 }
 
 /// One of the processes of the two-process run: builds its host, says
