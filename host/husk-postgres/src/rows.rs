@@ -192,6 +192,9 @@ pub(crate) struct Claimed {
     /// When nothing was claimed: the earliest lock expiry, expired or not,
     /// of any topic, in milliseconds.
     pub(crate) lock: Option<i64>,
+    /// When nothing was claimed: whether the last topic asked for is
+    /// paused (see [`Fetched::paused`](husk::store::Fetched::paused)).
+    pub(crate) paused: bool,
 }
 
 impl Claimed {
@@ -199,6 +202,12 @@ impl Claimed {
     /// or lock expiry, whichever comes first.
     pub(crate) fn next_wake(&self) -> Option<SystemTime> {
         self.gate.into_iter().chain(self.lock).min().map(time)
+    }
+
+    /// Whether the fetch asked for one topic and found it paused (with
+    /// several, only the last one's pause is known: `false`).
+    pub(crate) fn paused_alone(&self, request: FetchRequest<'_>) -> bool {
+        self.paused && request.topics.len() == 1
     }
 }
 
@@ -246,14 +255,15 @@ macro_rules! wake_times {
 }
 
 /// The last topic's claim: when it claims nothing, one row without a job
-/// says when to wake, so that a fetch that finds nothing costs no second
-/// round trip.
+/// says when to wake, and whether the topic is paused, so that a fetch that
+/// finds nothing costs no second round trip.
 const CLAIM_OR_WAKE: &str = claim_then!(
-    "SELECT id, input, attempt, policy, enqueued_at, lock_token, NULL::bigint, NULL::bigint FROM claimed
+    "SELECT id, input, attempt, policy, enqueued_at, lock_token, NULL::bigint, NULL::bigint, NULL::boolean
+     FROM claimed
      UNION ALL
      SELECT NULL, NULL, NULL, NULL, NULL, NULL, ",
     wake_times!("$5"),
-    " WHERE NOT EXISTS (SELECT 1 FROM claimed)"
+    ", NOT (SELECT value FROM running) WHERE NOT EXISTS (SELECT 1 FROM claimed)"
 );
 
 /// When to wake, for a fetch that claimed in no topic (none asked for, or
@@ -277,8 +287,10 @@ pub(crate) fn claim(request: FetchRequest<'_>, now: SystemTime, query: Query<'_>
         let rows = query(sql, &[&request.worker, &millis(expires_at), topic, &(remaining as i64), &millis(now)])?;
         for row in &rows {
             let Some(id) = row.get::<_, Option<i64>>(0) else {
-                // Nothing claimed in the last topic: when to wake.
+                // Nothing claimed in the last topic: when to wake, and
+                // whether it is paused.
                 (claimed.gate, claimed.lock, told) = (row.get(6), row.get(7), true);
+                claimed.paused = row.get(8);
                 continue;
             };
             let policy: String = row.get(3);

@@ -71,13 +71,13 @@ impl PostgresStore {
             }
             arm_all(tx, &arms, now)?;
             let claimed = claim(request, now, &mut |sql, params| tx.query(sql, params))?;
-            let next_wake = claimed.next_wake();
+            let (next_wake, paused) = (claimed.next_wake(), claimed.paused_alone(request));
             let mut fetched = Fetched { jobs: claimed.jobs, ..Fetched::default() };
             if fetched.jobs.is_empty() {
                 // The caller waits: until the next gate opens or lock expires
                 // (of any topic). Expired locks were just reclaimed, so every
                 // lock left expires later.
-                fetched.next_wake = next_wake;
+                (fetched.next_wake, fetched.paused) = (next_wake, paused);
             }
             if reclaimed {
                 // Attempts were spent and jobs ended: commit durably.
@@ -104,7 +104,8 @@ impl PostgresStore {
                 Some(Fetched { jobs: claimed.jobs, ..Fetched::default() })
             } else {
                 let expired = claimed.lock.is_some_and(|lock| lock <= millis(now));
-                (!expired).then(|| Fetched { next_wake: claimed.next_wake(), ..Fetched::default() })
+                let paused = claimed.paused_alone(request);
+                (!expired).then(|| Fetched { next_wake: claimed.next_wake(), paused, ..Fetched::default() })
             };
             if let Some(fetched) = fetched {
                 return Ok(fetched);

@@ -283,6 +283,7 @@ impl JobStore for SqliteStore {
                 .prepare_cached("SELECT min(lock_expires_at) FROM jobs WHERE state = 2")?
                 .query_row([], |r| r.get(0))?;
             fetched.next_wake = gate.into_iter().chain(lock).min().map(time);
+            fetched.paused = !topics.is_empty() && topics.iter().all(|t| paused.contains(t));
             Ok(fetched)
         })
     }

@@ -225,6 +225,20 @@ impl Notifier {
             state.take();
         }
     }
+
+    /// Sleeps until a change for all after `seen`, or until `timeout`
+    /// (real time) passes; wakes for one neither end the sleep nor are
+    /// taken (they are for waiters that would find work).
+    pub fn wait_for_all(&self, seen: Seen, timeout: Option<Duration>) {
+        let mut state = self.state.lock();
+        state.sleepers += 1;
+        let asleep = |s: &mut Generation| s.value == seen.generation;
+        match timeout {
+            Some(timeout) => drop(self.changed.wait_while_for(&mut state, asleep, timeout)),
+            None => self.changed.wait_while(&mut state, asleep),
+        }
+        state.sleepers -= 1;
+    }
 }
 
 #[cfg(test)]

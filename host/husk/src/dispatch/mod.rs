@@ -3,10 +3,10 @@
 //!
 //! Every method runs on its caller's thread (a worker, an API handler);
 //! nothing here is a task or a timer per job. A waiting fetch sleeps on its
-//! topic's [`Notifier`](crate::clock::Notifier) until a job of the topic is
-//! enqueued, a job is re-armed, the clock moves (a manual clock), or the
-//! nearest gate or lock expiry comes — one timed wait per waiting fetcher
-//! (see `wake`).
+//! topic's [`Notifier`] until a job of the topic is enqueued, a job is
+//! re-armed, the clock moves (a manual clock), or the nearest gate or lock
+//! expiry comes — one timed wait per waiting fetcher (see `wake`); a fetch
+//! that found its topic paused sleeps until a resume, whatever is enqueued.
 
 mod combine;
 mod complete;
@@ -31,7 +31,7 @@ pub use wake::LastFetch;
 use wake::Wakers;
 
 use crate::classify::{Classification, ErrorMapper, classify};
-use crate::clock::Clock;
+use crate::clock::{Clock, Notifier, Seen};
 use crate::fault::Fault;
 use crate::outcome::{Outcome, OutcomeSink, TerminalOutcome};
 use crate::quota::ConcurrencyGate;
@@ -370,21 +370,22 @@ impl Dispatcher {
                 }
                 return Ok(Vec::new());
             }
-            if let Some((seen, next_wake)) = drained.take() {
+            if let Some((seen, next_wake, paused)) = drained.take() {
                 // The previous fetch took all there was: look again once a
-                // wake or its next gate comes. At the deadline it looks
-                // anyway (nothing is missed for longer than `wait`).
+                // wake or its next gate comes (once its topics resume, if
+                // they were paused). At the deadline it looks anyway
+                // (nothing is missed for longer than `wait`).
                 let now = self.clock.now();
                 if now < deadline && next_wake.is_none_or(|gate| gate > now) {
                     let wake = next_wake.map_or(deadline, |gate| gate.min(deadline));
-                    notifier.wait(seen, true, self.clock.real_wait(wake));
+                    self.sleep(&notifier, seen, true, paused, wake);
                     continue;
                 }
             }
             let seen = notifier.seen();
             let now = self.clock.now();
             let permits = gate.map_or(request.max, |g| g.try_take(request.max));
-            let (mut next_wake, mut looked) = (None, false);
+            let (mut next_wake, mut looked, mut paused) = (None, false, false);
             if permits > 0 {
                 let fetched = self.store.fetch_and_lock(FetchRequest { max: permits, ..request }, now);
                 if let Some(gate) = gate
@@ -400,20 +401,34 @@ impl Dispatcher {
                 // Fewer jobs than asked for: every job fetchable when this
                 // fetch began is taken (by it or by others), or not due.
                 let took_all = fetched.jobs.len() < permits;
-                last.record(took_all, &notifier, seen, fetched.next_wake);
+                last.record(took_all, &notifier, seen, &fetched);
                 if !fetched.jobs.is_empty() {
                     return Ok(fetched.jobs);
                 }
                 // Found nothing: wakes for jobs enqueued before this fetch
                 // are spent (their jobs were claimed by others, or are not
                 // due yet).
-                (next_wake, looked) = (fetched.next_wake, true);
+                (next_wake, looked, paused) = (fetched.next_wake, true, fetched.paused);
             }
             if now >= deadline {
                 return Ok(Vec::new());
             }
             let wake = next_wake.map_or(deadline, |gate| gate.min(deadline));
-            notifier.wait(seen, looked, self.clock.real_wait(wake));
+            self.sleep(&notifier, seen, looked, paused, wake);
+        }
+    }
+
+    /// A fetcher's sleep on `notifier` after `seen`, until `wake` at the
+    /// latest. Its topics `paused`: only a change for all ends it early (a
+    /// resume, a shutdown, the clock moved by hand), not the wakes of new
+    /// jobs, which it could not claim: a paused topic's enqueues would
+    /// otherwise cost a claim each, for nothing.
+    fn sleep(&self, notifier: &Notifier, seen: Seen, looked: bool, paused: bool, wake: SystemTime) {
+        let timeout = self.clock.real_wait(wake);
+        if paused {
+            notifier.wait_for_all(seen, timeout);
+        } else {
+            notifier.wait(seen, looked, timeout);
         }
     }
 
@@ -546,7 +561,7 @@ impl Dispatcher {
     pub fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
         let changed = self.store.set_paused(topic, paused)?;
         if changed && !paused {
-            self.wakers.topic(topic, u64::MAX);
+            self.wakers.resumed(topic);
         }
         Ok(changed)
     }

@@ -8,6 +8,8 @@
 //! one more fetch, not one for every fetcher busy meanwhile. What concerns
 //! every topic — the clock moved by hand, a shutdown, a re-arm or release,
 //! permits given back, another process's notification — wakes all of them.
+//! A fetcher whose fetch found its topic paused waits for such a change (a
+//! resume is one), not for its topic's new jobs: it could claim none.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use std::time::SystemTime;
 use parking_lot::RwLock;
 
 use crate::clock::{Clock, Notifier, Seen};
+use crate::store::Fetched;
 
 /// What a fetcher's previous fetch found, kept by the fetcher between its
 /// calls to [`Dispatcher::fetch_and_lock`](super::Dispatcher::fetch_and_lock).
@@ -35,32 +38,34 @@ pub struct LastFetch {
 }
 
 /// A fetch that took all there was: on which notifier, what it had seen
-/// before it began, and its next wake time.
+/// before it began, its next wake time, and whether it found its topics
+/// paused.
 #[derive(Debug)]
 struct Drained {
     notifier: Arc<Notifier>,
     seen: Seen,
     next_wake: Option<SystemTime>,
+    paused: bool,
 }
 
 impl LastFetch {
     /// Records a fetch on `notifier`, begun after `seen`, that took every
     /// fetchable job (`drained`), or not.
-    pub(super) fn record(
-        &mut self,
-        drained: bool,
-        notifier: &Arc<Notifier>,
-        seen: Seen,
-        next_wake: Option<SystemTime>,
-    ) {
-        self.drained = drained.then(|| Drained { notifier: notifier.clone(), seen, next_wake });
+    pub(super) fn record(&mut self, drained: bool, notifier: &Arc<Notifier>, seen: Seen, fetched: &Fetched) {
+        self.drained = drained.then(|| Drained {
+            notifier: notifier.clone(),
+            seen,
+            next_wake: fetched.next_wake,
+            paused: fetched.paused,
+        });
     }
 
     /// Takes what the last fetch on `notifier` saw, if it drained the
-    /// topics: (what it had seen, its next wake time).
-    pub(super) fn take_drained(&mut self, notifier: &Arc<Notifier>) -> Option<(Seen, Option<SystemTime>)> {
+    /// topics: (what it had seen, its next wake time, whether they were
+    /// paused).
+    pub(super) fn take_drained(&mut self, notifier: &Arc<Notifier>) -> Option<(Seen, Option<SystemTime>, bool)> {
         let drained = self.drained.take()?;
-        Arc::ptr_eq(&drained.notifier, notifier).then_some((drained.seen, drained.next_wake))
+        Arc::ptr_eq(&drained.notifier, notifier).then_some((drained.seen, drained.next_wake, drained.paused))
     }
 }
 
@@ -105,6 +110,16 @@ impl Wakers {
     pub(super) fn topic(&self, topic: &str, jobs: u64) {
         if let Some(notifier) = self.topics.read().get(topic) {
             notifier.notify_some(jobs);
+        }
+        self.any.notify();
+    }
+
+    /// Wakes every fetcher of `topic`, including those waiting out its
+    /// pause (a change for all: see [`Notifier::wait_for_all`]), and every
+    /// fetcher of several topics.
+    pub(super) fn resumed(&self, topic: &str) {
+        if let Some(notifier) = self.topics.read().get(topic) {
+            notifier.notify();
         }
         self.any.notify();
     }

@@ -153,6 +153,11 @@ pub struct Fetched {
     /// The nearest future time a job of any topic becomes fetchable (a gate
     /// opens or a lock expires): when to wake without a notification.
     pub next_wake: Option<SystemTime>,
+    /// Whether every topic asked for is paused ([`JobStore::set_paused`]):
+    /// the fetch claimed nothing for that reason, and new jobs will not
+    /// change it, only a resume. A store may say `false` where it does not
+    /// know (the caller then waits as after any empty fetch).
+    pub paused: bool,
 }
 
 /// What the host saw of the run an attempt was, for the job's attempt

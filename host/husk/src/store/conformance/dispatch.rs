@@ -1,16 +1,20 @@
 //! Conformance checks of the dispatcher on a store: classification,
 //! retry by re-arm, delivery, locks, cancels, attempt histories.
 
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, SystemTime};
 
-use crate::clock::Clock;
-use crate::dispatch::TopicPolicy;
+use crate::clock::{Clock, ManualClock};
+use crate::dispatch::{Dispatcher, TopicPolicy};
 use crate::fault::{Fault, codes};
-use crate::outcome::Outcome;
+use crate::outcome::{CollectingSink, Outcome, TerminalOutcome};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::Ending;
-use crate::store::{CancelResult, Enqueued, FetchRequest, JobId, JobState, Report, Reported, RetryIncidentResult};
+use crate::store::{
+    CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock,
+    NewJob, Report, Reported, RetryIncidentResult, StoreError, StoreEvents,
+};
 use serde_json::json;
 
 use super::{Backend, LOCK, Rig, rules};
@@ -224,6 +228,96 @@ pub fn a_waiting_fetch_wakes_on_enqueue(backend: &dyn Backend) {
         let jobs = rx.recv_timeout(Duration::from_secs(30)).expect("woken by the enqueue");
         assert_eq!(jobs[0].id(), id);
     });
+}
+
+/// The store under a check, counting the fetches made of it.
+struct CountingFetches {
+    store: Arc<dyn JobStore>,
+    fetches: AtomicUsize,
+}
+
+impl JobStore for CountingFetches {
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
+        self.store.enqueue(jobs, now)
+    }
+    fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
+        self.fetches.fetch_add(1, Ordering::SeqCst);
+        self.store.fetch_and_lock(request, now)
+    }
+    fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
+        self.store.report(reports, now)
+    }
+    fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {
+        self.store.extend_lock(lock, until, now)
+    }
+    fn cancel(&self, id: JobId, now: SystemTime) -> Result<CancelResult, StoreError> {
+        self.store.cancel(id, now)
+    }
+    fn retry_incident(&self, id: JobId, now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
+        self.store.retry_incident(id, now)
+    }
+    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
+        self.store.get(id)
+    }
+    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
+        self.store.list(filter)
+    }
+    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.store.incidents()
+    }
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
+        self.store.outcomes_after(after, limit)
+    }
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
+        self.store.depths()
+    }
+    fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
+        self.store.set_paused(topic, paused)
+    }
+}
+
+/// Conformance check: a fetch that finds its topic paused sleeps through
+/// the topic's enqueues (each would otherwise cost a fetch that claims
+/// nothing) and fetches again on the resume, taking what came meanwhile.
+pub fn a_fetch_of_a_paused_topic_sleeps_through_enqueues_until_the_resume(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = Arc::new(CountingFetches { store: fresh.store.clone(), fetches: AtomicUsize::new(0) });
+    let clock = ManualClock::new();
+    let dispatcher = Dispatcher::new(store.clone(), Arc::new(clock), Arc::new(CollectingSink::new()), None);
+    dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 10)), mapper: None });
+    assert!(dispatcher.set_paused("t", true).unwrap());
+    let fetches = || store.fetches.load(Ordering::SeqCst);
+    let (tx, rx) = mpsc::channel();
+    let stop = AtomicBool::new(false);
+    let (early, while_paused, enqueued, woken) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let topics = ["t".to_owned()];
+            let request = FetchRequest { worker: "w", topics: &topics, max: 10, lock_duration: LOCK };
+            let jobs =
+                dispatcher.fetch_and_lock(request, Duration::from_secs(3600), &stop, None, &mut Default::default());
+            tx.send(jobs.unwrap()).unwrap();
+        });
+        while !(fetches() == 1 && dispatcher.waiting_fetchers("t") == 1) {
+            std::thread::yield_now();
+        }
+        let enqueued: Vec<JobId> = (0..3).map(|_| dispatcher.enqueue("t", b"{}".to_vec()).unwrap()).collect();
+        // Each enqueue's wake would have woken a fetcher of a running topic
+        // at once (`a_waiting_fetch_wakes_on_enqueue`).
+        let early = rx.recv_timeout(Duration::from_millis(100)).ok();
+        let while_paused = fetches();
+        assert!(dispatcher.set_paused("t", false).unwrap());
+        let woken = early.is_none().then(|| rx.recv_timeout(Duration::from_secs(30)).ok()).flatten();
+        // A fetcher still asleep (a failure) is stopped, not waited for.
+        stop.store(true, Ordering::SeqCst);
+        dispatcher.wake_fetchers();
+        (early, while_paused, enqueued, woken)
+    });
+    assert!(early.is_none(), "still asleep after the enqueues");
+    assert_eq!(while_paused, 1, "no fetch while the topic is paused");
+    let mut fetched: Vec<JobId> = woken.expect("woken by the resume").iter().map(|j| j.id()).collect();
+    fetched.sort();
+    assert_eq!(fetched, enqueued, "one fetch takes every job enqueued meanwhile");
+    assert_eq!(fetches(), 2);
 }
 
 /// Conformance check: exhaustion is a failed incident with topic attempts and last fault.

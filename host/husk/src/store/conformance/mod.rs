@@ -176,6 +176,7 @@ macro_rules! store_conformance {
             dispatch::technical_fault_re_arms_and_is_refetched_only_after_not_before,
             dispatch::a_waiting_fetch_wakes_at_the_nearest_gate,
             dispatch::a_waiting_fetch_wakes_on_enqueue,
+            dispatch::a_fetch_of_a_paused_topic_sleeps_through_enqueues_until_the_resume,
             dispatch::exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault,
             dispatch::business_outcomes_are_never_retried,
             dispatch::a_report_after_lock_expiry_is_dropped,

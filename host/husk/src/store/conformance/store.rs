@@ -276,8 +276,9 @@ pub fn outputs_and_fault_bodies_are_kept_byte_exact(backend: &dyn Backend) {
 
 /// Conformance check: a paused topic is not fetched — neither its queued
 /// jobs nor its gated ones once their gate passes — while enqueues still
-/// land, a running job still reports, and other topics run; a resume makes
-/// them fetchable again.
+/// land, a running job still reports, and other topics run; a fetch of the
+/// paused topic alone says it is paused; a resume makes them fetchable
+/// again.
 pub fn a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed(backend: &dyn Backend) {
     let fresh = backend.fresh();
     let store = fresh.store();
@@ -293,8 +294,16 @@ pub fn a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed(backend: &
     let topics = ["p".to_owned(), "q".to_owned()];
     let later = now() + Duration::from_secs(2);
     let request = FetchRequest { worker: "w", topics: &topics, max: 10, lock_duration: Duration::from_secs(30) };
-    let fetched = store.fetch_and_lock(request, later).unwrap().jobs;
-    assert_eq!(fetched.iter().map(LockedJob::id).collect::<Vec<_>>(), vec![queued[2]], "only the other topic's job");
+    let fetched = store.fetch_and_lock(request, later).unwrap();
+    assert!(!fetched.paused, "one of the topics asked for runs");
+    assert_eq!(
+        fetched.jobs.iter().map(LockedJob::id).collect::<Vec<_>>(),
+        vec![queued[2]],
+        "only the other topic's job"
+    );
+    let alone = ["p".to_owned()];
+    let fetched = store.fetch_and_lock(FetchRequest { topics: &alone, ..request }, later).unwrap();
+    assert!(fetched.jobs.is_empty() && fetched.paused, "the paused topic alone: nothing, and said so");
     let report = vec![(held[0].lock, Report::Completed { output: b"1".to_vec(), run: AttemptRun::default() })];
     assert!(matches!(store.report(report, later).unwrap()[0], Reported::Ended(_)), "a running job still ends");
     assert_eq!(store.get(running).unwrap().unwrap().state, JobState::Terminal);
@@ -304,6 +313,8 @@ pub fn a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed(backend: &
     assert!(store.set_paused("p", false).unwrap());
     assert!(!store.set_paused("p", false).unwrap(), "already running");
     assert!(store.paused().unwrap().is_empty());
+    let empty = store.fetch_and_lock(FetchRequest { topics: &["r".to_owned()], ..request }, later).unwrap();
+    assert!(empty.jobs.is_empty() && !empty.paused, "a running topic without jobs is not paused");
     let mut resumed = store.fetch_and_lock(request, later).unwrap().jobs.iter().map(LockedJob::id).collect::<Vec<_>>();
     resumed.sort();
     assert_eq!(resumed, queued[..2]);

@@ -235,6 +235,7 @@ impl JobStore for MemoryStore {
             }
         }
         fetched.next_wake = inner.next_wake();
+        fetched.paused = !request.topics.is_empty() && request.topics.iter().all(|t| inner.paused.contains(t));
         Ok(fetched)
     }
 
