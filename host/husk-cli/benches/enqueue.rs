@@ -4,7 +4,9 @@
 //!
 //! - one job per request, each with an `Idempotency-Key`: jobs/s and the
 //!   request latency (p50 / p99);
-//! - the batch endpoint, 1,000 jobs per request (keyed too): jobs/s.
+//! - the batch endpoint, 1,000 jobs per request (keyed too): jobs/s;
+//! - one job per request again with the topic paused: what the intake
+//!   alone accepts, with no job run meanwhile.
 //!
 //! On SQLite (one process), then on PostgreSQL with three `husk serve`
 //! processes sharing one schema, the clients spread over them.
@@ -130,6 +132,16 @@ fn report(label: &str, servers: &[String], jobs: usize) {
     );
     let rate = batches(servers, jobs * 5, "batch");
     println!("{label}: batches of {BATCH}, {CLIENTS} connections: {rate:>8.0} jobs/s");
+    // The intake alone: the topic paused, so no job runs meanwhile (and
+    // its fetchers sleep through the enqueues until a resume).
+    let paused = Client::new(&servers[0], Some(TOKEN.to_owned())).post("/v1/topics/bench/pause", None, &[]).unwrap();
+    assert_eq!(paused["paused"], true);
+    let (rate, p50, p99) = singles(servers, jobs, "paused");
+    println!(
+        "{label}: one job per request, topic paused (intake alone), {CLIENTS} connections: {rate:>8.0} jobs/s, p50 {:.2} ms, p99 {:.2} ms",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
 }
 
 fn main() {
