@@ -3,7 +3,7 @@
 //! `support_http`). Kills are driven by bumped epochs.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
@@ -114,6 +114,205 @@ fn a_name_resolving_to_an_internal_address_is_refused_unless_the_allowlist_names
     let called = fetch(&sandbox, &granted(named), json!({ "url": url }));
     assert_eq!(output(&called)["body"], "ok");
     assert_eq!(server.seen().len(), 1);
+}
+
+/// Set in the child process `..._before_any_connection` starts inside a
+/// network namespace of its own; the parent's non-loopback addresses, comma
+/// separated, in [`HOST_ADDRESSES`].
+const IN_NAMESPACE: &str = "HUSK_TEST_IN_NETWORK_NAMESPACE";
+const HOST_ADDRESSES: &str = "HUSK_TEST_HOST_ADDRESSES";
+
+/// The name of the test below, as libtest filters it.
+const REFUSED_TEST: &str =
+    "outbound::a_name_resolving_to_a_special_purpose_or_own_address_is_refused_before_any_connection";
+
+/// A wildcard entry does not let DNS point a name at an address that is
+/// not globally reachable, nor at one of the host's own interfaces (this
+/// machine's `eth0` is 192.0.2.2: a name resolving there reached husk's own
+/// API): the request fails with `destination-IP-prohibited`, an error only
+/// the check before the connect gives (a connect would fail otherwise).
+///
+/// A test sends no traffic but to loopback: here, only the loopback cases
+/// run in the machine's network; every other address is tried in a network
+/// namespace this test makes (`unshare -rn`, the test binary run again in
+/// it), which has nothing but its own `lo` — the host's non-loopback
+/// addresses and two globally reachable ones put on it — so even a broken
+/// check that let a request through would reach nothing outside it. Where
+/// no namespace can be made, the host's own addresses are checked against
+/// the address rule only, and the test says so.
+#[test]
+fn a_name_resolving_to_a_special_purpose_or_own_address_is_refused_before_any_connection() {
+    if std::env::var_os(IN_NAMESPACE).is_some() {
+        return refused_inside_a_network_namespace();
+    }
+    let own = husk::capability::own_addresses().unwrap();
+    eprintln!("the host's own addresses: {own:?}");
+    let (loopback, others): (Vec<IpAddr>, Vec<IpAddr>) = own.iter().copied().partition(IpAddr::is_loopback);
+    // The loopback ones end to end: a broken check would reach loopback.
+    let server = TestServer::start();
+    let port = server.port();
+    let sandbox = sandbox();
+    let cases: Vec<IpAddr> = loopback.iter().copied().chain(["127.0.0.2".parse().unwrap()]).collect();
+    for (address, code) in refused_end_to_end(&sandbox, port, &cases) {
+        assert_eq!(code, "http.destination-ip-prohibited", "{address}");
+    }
+    assert!(server.seen().is_empty(), "no refused request reached the server");
+    // The others against the rule the request is held to.
+    for address in &others {
+        assert!(husk::capability::is_prohibited(*address, &own), "the host's own {address}");
+    }
+    let probe = std::process::Command::new("unshare").args(["-rn", "true"]).output();
+    if !probe.as_ref().is_ok_and(|p| p.status.success()) {
+        eprintln!(
+            "no network namespace could be made ({probe:?}): the host's non-loopback addresses {others:?} and \
+             the special-purpose ranges were checked against the address rule only, not end to end"
+        );
+        return;
+    }
+    let host_addresses = others.iter().map(IpAddr::to_string).collect::<Vec<_>>().join(",");
+    let child = std::process::Command::new("unshare")
+        .arg("-rn")
+        .arg(std::env::current_exe().unwrap())
+        .args([REFUSED_TEST, "--exact", "--nocapture", "--test-threads=1"])
+        .env(IN_NAMESPACE, "1")
+        .env(HOST_ADDRESSES, host_addresses)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&child.stdout), String::from_utf8_lossy(&child.stderr));
+    assert!(child.status.success(), "in the network namespace: {}\n{stdout}\n{stderr}", child.status);
+    // libtest's own `test … ` may begin the line.
+    let ran = stdout.find("refused in the network namespace:").map(|at| stdout[at..].lines().next().unwrap_or(""));
+    assert!(ran.is_some(), "the cases ran: {stdout}\n{stderr}");
+    eprintln!("{stderr}{}", ran.unwrap_or_default());
+}
+
+/// Runs `fetch` for `http://<n>.example.test:<port>/ok` under a wildcard
+/// entry, the name `<n>` resolving to `addresses[n]`: each address with
+/// the fault code its request ended with.
+fn refused_end_to_end(sandbox: &Sandbox, port: u16, addresses: &[IpAddr]) -> Vec<(IpAddr, String)> {
+    let table: Vec<IpAddr> = addresses.to_vec();
+    let resolver = Resolver(Arc::new(move |host: &str, port| {
+        let n: usize = host.split('.').next().unwrap().parse().unwrap();
+        vec![SocketAddr::new(table[n], port)]
+    }));
+    let grants = granted(allow(&[&format!("http://*.example.test:{port}")]).with_resolver(resolver));
+    let plugin = load(sandbox, "fetch", &grants);
+    let limits = Limits::default().with_deadline(PATIENCE);
+    (0..addresses.len())
+        .map(|n| {
+            let input = json!({ "url": format!("http://{n}.example.test:{port}/ok") });
+            let execution = sandbox.execute_granted(&plugin, &job(1, input), &limits, &grants, None).unwrap();
+            (addresses[n], fault_code(&execution))
+        })
+        .collect()
+}
+
+/// The child's half: in a fresh network namespace, puts the parent's
+/// addresses and two globally reachable ones on `lo`, then checks that a
+/// name resolving to any of them, or into any refused range, is refused.
+fn refused_inside_a_network_namespace() {
+    use husk::capability::own_addresses;
+    let before = own_addresses().unwrap();
+    assert!(
+        before.iter().all(IpAddr::is_loopback),
+        "not in a fresh network namespace (addresses {before:?}): not configuring it"
+    );
+    // Globally reachable addresses, the host's own only by being on an
+    // interface: what the interface rule alone refuses.
+    let global = ["100.128.0.1", "2001:200::1"];
+    let host = std::env::var(HOST_ADDRESSES).unwrap();
+    let mirrored: Vec<&str> = host.split(',').filter(|a| !a.is_empty()).collect();
+    let ip = |args: &[&str]| {
+        let done = std::process::Command::new("ip").args(args).output();
+        match done {
+            Ok(done) if done.status.success() => true,
+            other => {
+                eprintln!("ip {}: {other:?}", args.join(" "));
+                false
+            }
+        }
+    };
+    ip(&["link", "set", "lo", "up"]);
+    for address in global.iter().chain(&mirrored) {
+        let parsed: IpAddr = address.parse().unwrap();
+        // Link-local ones need a scope of their own; they are refused as
+        // link-local anyway (below).
+        if matches!(parsed, IpAddr::V6(v6) if v6.is_unicast_link_local()) {
+            continue;
+        }
+        let prefix = if parsed.is_ipv4() { "32" } else { "128" };
+        ip(&["addr", "add", &format!("{address}/{prefix}"), "dev", "lo"]);
+    }
+    let own = own_addresses().unwrap();
+    let own_cases: Vec<IpAddr> = own.iter().copied().filter(|a| !a.is_loopback()).collect();
+    eprintln!("this namespace's own addresses: {own:?}");
+    let global_own: Vec<IpAddr> = own_cases.iter().copied().filter(|a| !husk::capability::is_not_global(*a)).collect();
+    if global_own.is_empty() {
+        eprintln!(
+            "no globally reachable address could be put on lo: the interface rule alone is checked by the unit test only"
+        );
+    } else {
+        assert!(global_own.contains(&"100.128.0.1".parse().unwrap()), "{global_own:?}");
+    }
+    // One address inside each refused range, and the ones that embed one.
+    let ranges = [
+        "0.1.2.3",
+        "100.64.0.1",
+        "192.0.0.170",
+        "192.0.2.2",
+        "192.88.99.1",
+        "198.18.0.1",
+        "198.51.100.7",
+        "203.0.113.9",
+        "224.0.0.1",
+        "240.0.0.1",
+        "255.255.255.255",
+        "::127.0.0.1",
+        "::192.0.2.2",
+        "::ffff:192.0.2.2",
+        "::ffff:0:192.0.2.2",
+        "64:ff9b::7f00:1",
+        "64:ff9b::192.0.2.2",
+        "64:ff9b::a9fe:a9fe",
+        "64:ff9b:1::1",
+        "100::1",
+        "2001::1",
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+        "2001:db8::1",
+        "2002:7f00:1::1",
+        "2002:c000:202::1",
+        "3fff::1",
+        "fec0::1",
+        "ff0e::1",
+    ];
+    let mut cases: Vec<IpAddr> = ranges.iter().map(|a| a.parse().unwrap()).collect();
+    cases.extend(&own_cases);
+    // The NAT64 and IPv4-mapped forms of the host's own IPv4 addresses.
+    for address in &own_cases {
+        if let IpAddr::V4(v4) = address {
+            let [a, b, c, d] = v4.octets();
+            cases.push(IpAddr::V6(v4.to_ipv6_mapped()));
+            cases.push(IpAddr::V6(std::net::Ipv6Addr::new(
+                0x64,
+                0xff9b,
+                0,
+                0,
+                0,
+                0,
+                u16::from_be_bytes([a, b]),
+                u16::from_be_bytes([c, d]),
+            )));
+        }
+    }
+    let sandbox = sandbox();
+    let results = refused_end_to_end(&sandbox, 8089, &cases);
+    let wrong: Vec<_> = results.iter().filter(|(_, code)| code != "http.destination-ip-prohibited").collect();
+    assert!(wrong.is_empty(), "not refused before connecting: {wrong:?}");
+    println!(
+        "refused in the network namespace: {} addresses, {} of them this namespace's own",
+        cases.len(),
+        own_cases.len()
+    );
 }
 
 #[test]

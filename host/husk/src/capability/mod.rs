@@ -14,11 +14,13 @@ mod outbound;
 
 use std::sync::Arc;
 
-pub use allowed::{AllowedHost, AllowedHostError, is_internal};
+pub use allowed::{AllowedHost, AllowedHostError, is_not_global, is_prohibited};
 pub use config::{ConfigGrant, Redactor, Secret, SecretError};
 pub use http::{HttpGrant, ResolveFn, Resolver};
 #[cfg(feature = "http")]
 pub(crate) use outbound::HttpHooks;
+#[cfg(feature = "http")]
+pub use outbound::own_addresses;
 
 /// What a topic grants its jobs. `Grants::default()` grants nothing.
 #[derive(Debug, Clone, Default)]

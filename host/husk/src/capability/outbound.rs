@@ -5,11 +5,13 @@
 //! port must match an entry of the topic's allowlist, else the guest gets
 //! `HTTP-request-denied` and husk logs the topic, the job and the host (not
 //! the path or query). The host is resolved here, and the connection made
-//! to an address that was checked: loopback, private, link-local (the
-//! metadata service among them) and other internal addresses only when the
-//! entry names the host itself (not by a wildcard) — so DNS cannot point an
-//! allowed name at an internal service, between a check and a connect or
-//! otherwise. Connect, first-byte and between-bytes timeouts are the
+//! to an address that was checked: one that is not globally reachable
+//! (loopback, private, link-local — the metadata service among them — and
+//! every other range the IANA special-purpose registries mark so) or that
+//! is one of the host's own interface addresses (read at the check) only
+//! when the entry names the host itself (not by a wildcard) — so DNS cannot
+//! point an allowed name at an internal service or at husk itself, between
+//! a check and a connect or otherwise. Connect, first-byte and between-bytes timeouts are the
 //! smaller of the guest's request options and the topic's `http_timeout`;
 //! when the job's deadline comes first, the request is dropped with the
 //! instance (`husk.timeout`); the response bodies of one job
@@ -24,7 +26,7 @@
 //! which connects by host name and so cannot be given a checked address.
 
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,7 +42,7 @@ use tokio::net::TcpStream;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
-use super::allowed::is_internal;
+use super::allowed::is_prohibited;
 use super::http::{HttpGrant, Resolver};
 
 /// How long past the job's deadline a request's own timer fires when the
@@ -293,7 +295,8 @@ async fn connect(
 }
 
 /// The first address of the destination a request may reach: any, when its
-/// allowlist entry names the host; else only one that is not internal.
+/// allowlist entry names the host; else only one [`is_prohibited`] allows,
+/// against the host's own addresses as they are now.
 async fn resolve(to: &Destination, timeout: Duration) -> Result<SocketAddr, Error> {
     let addresses = match &to.resolver {
         Some(Resolver(resolve)) => resolve(&to.host, to.port),
@@ -303,13 +306,32 @@ async fn resolve(to: &Destination, timeout: Duration) -> Result<SocketAddr, Erro
             Ok(Ok(addresses)) => addresses.collect::<Vec<_>>(),
         },
     };
-    if addresses.is_empty() {
-        return Err(Error::DestinationNotFound);
+    let Some(&first) = addresses.first() else { return Err(Error::DestinationNotFound) };
+    if to.explicit {
+        return Ok(first);
     }
-    addresses.into_iter().find(|a| to.explicit || !is_internal(a.ip())).ok_or_else(|| {
-        tracing::warn!(host = %to.host, "outbound request denied: the host resolves to an internal address its allowlist entry does not name");
+    let own = match own_addresses() {
+        Ok(own) => own,
+        Err(error) => {
+            tracing::warn!(host = %to.host, %error, "outbound request denied: the host's own addresses could not be read");
+            return Err(Error::DestinationIpProhibited);
+        }
+    };
+    addresses.into_iter().find(|a| !is_prohibited(a.ip(), &own)).ok_or_else(|| {
+        tracing::warn!(host = %to.host, address = %first.ip(), "outbound request denied: the host resolves to an address that is not globally reachable or is the host's own, and its allowlist entry does not name it");
         Error::DestinationIpProhibited
     })
+}
+
+/// The addresses of the host's own network interfaces, read now (they
+/// change: an interface comes up, DHCP renews): what a name resolving to
+/// one of them would reach is the host itself.
+///
+/// # Errors
+///
+/// The interfaces could not be listed.
+pub fn own_addresses() -> std::io::Result<Vec<IpAddr>> {
+    Ok(if_addrs::get_if_addrs()?.iter().map(if_addrs::Interface::ip).collect())
 }
 
 /// A stream hyper can run HTTP/1.1 over.
