@@ -18,7 +18,8 @@ fn husk(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn run(component: &str, input: &str, extra: &[&str]) -> (i32, Value) {
+/// `husk run` of the guest `component` on `input`: (exit code, report).
+pub fn run(component: &str, input: &str, extra: &[&str]) -> (i32, Value) {
     let path = guest(component);
     let mut args = vec!["run", path.to_str().unwrap(), "--input", input];
     args.extend(extra);

@@ -30,6 +30,7 @@ mod pool;
 mod quota;
 mod retention;
 mod retry;
+mod returns;
 mod rig;
 mod scaffold;
 mod serve;

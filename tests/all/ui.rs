@@ -55,10 +55,10 @@ retry = {{ kind = "none" }}
 }
 
 /// An HTTP answer: status, headers, body.
-struct Answer {
-    status: u16,
+pub struct Answer {
+    pub status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub body: String,
 }
 
 impl Answer {
@@ -68,14 +68,14 @@ impl Answer {
 }
 
 /// A browser-less client: no redirects followed, the session cookie kept.
-struct Browser {
+pub struct Browser {
     agent: ureq::Agent,
     base: String,
     cookie: Option<String>,
 }
 
 impl Browser {
-    fn new(server: &Server) -> Self {
+    pub fn new(server: &Server) -> Self {
         let agent = ureq::Agent::config_builder().max_redirects(0).http_status_as_error(false).build().new_agent();
         Self { agent, base: server.url.clone(), cookie: None }
     }
@@ -91,7 +91,7 @@ impl Browser {
         Answer { status, headers, body }
     }
 
-    fn get(&self, path: &str) -> Answer {
+    pub fn get(&self, path: &str) -> Answer {
         let mut request = self.agent.get(&format!("{}{path}", self.base));
         if let Some(cookie) = &self.cookie {
             request = request.header("Cookie", cookie);
@@ -129,7 +129,7 @@ impl Browser {
     }
 
     /// Signs in with `token`; returns the sign-in's answer.
-    fn sign_in(&mut self, token: &str) -> Answer {
+    pub fn sign_in(&mut self, token: &str) -> Answer {
         let answer = self.post("/ui/login", &[("token", token)]);
         if let Some(set) = answer.header("set-cookie") {
             self.cookie = Some(set.split(';').next().unwrap().to_owned());

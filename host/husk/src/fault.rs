@@ -13,9 +13,11 @@ pub mod codes {
     pub const MEMORY_LIMIT: &str = "husk.memory-limit";
     /// The job exhausted the WebAssembly call stack.
     pub const STACK_OVERFLOW: &str = "husk.stack-overflow";
-    /// The job trapped: a panic, an `unreachable`, an out-of-bounds access,
-    /// or a failure of the host to run it.
+    /// The job trapped: a panic, an `unreachable`, an out-of-bounds access.
     pub const TRAP: &str = "husk.trap";
+    /// The host failed to run the job (it could not start a sandbox, or
+    /// husk's own code panicked): never the guest's doing.
+    pub const HOST_ERROR: &str = "husk.host-error";
     /// The job returned an output (or fault body) larger than the host accepts.
     pub const OUTPUT_TOO_LARGE: &str = "husk.output-too-large";
     /// The worker holding the job's lock did not report before the lock
@@ -77,7 +79,9 @@ impl Fault {
 /// itself when they are JSON text, `{"base64": "…"}` otherwise; `null` when
 /// empty. For display and reports.
 pub fn body_value(bytes: &[u8]) -> serde_json::Value {
-    serde_json::to_value(json_bytes::Bytes(bytes)).expect("bytes serialize to a JSON value")
+    // Cannot fail: what is shown as JSON nests at most
+    // `json_bytes::MAX_DEPTH` deep, well within serde_json's limit.
+    serde_json::to_value(json_bytes::Bytes(bytes)).unwrap_or_else(|_| json_bytes::base64_marker(bytes))
 }
 
 impl Serialize for Fault {
@@ -107,11 +111,18 @@ impl<'de> serde::Deserialize<'de> for Fault {
 /// bodies), byte-exact both ways:
 ///
 /// - empty bytes are `null`;
-/// - bytes that are one JSON value, with nothing around it, are embedded as
-///   that JSON text, byte for byte (whitespace and key order kept);
-/// - anything else — bytes that are not UTF-8 or not JSON, the four bytes
-///   `null`, and JSON that reads as the marker itself (an object whose one
-///   member is a string named `base64`) — is `{"base64": "<standard base64>"}`.
+/// - bytes that are one JSON value, with nothing around it, nested at most
+///   [`MAX_DEPTH`] arrays or objects deep, are embedded as that JSON text,
+///   byte for byte (whitespace and key order kept);
+/// - anything else — bytes that are not UTF-8 or not JSON, JSON nested
+///   deeper, the four bytes `null`, and JSON that reads as the marker itself
+///   (an object whose one member is a string named `base64`) — is
+///   `{"base64": "<standard base64>"}`.
+///
+/// So no reader of what husk writes meets JSON nested deeper than
+/// `MAX_DEPTH` plus the few levels around it, wherever a guest's output
+/// goes: every JSON parser reads it (serde_json stops at 128 levels), and
+/// husk's own readers never fail on it.
 ///
 /// Reading takes the JSON text as it is (a raw value): only a deserializer
 /// reading JSON text (serde_json's) can read these fields, and not through
@@ -132,6 +143,10 @@ pub mod json_bytes {
         }
     }
 
+    /// The deepest nesting of arrays and objects shown as JSON; deeper JSON
+    /// is shown as base64.
+    pub const MAX_DEPTH: usize = 64;
+
     /// The marker of bytes shown as base64.
     #[derive(Serialize, Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -144,7 +159,41 @@ pub mod json_bytes {
         let text = std::str::from_utf8(bytes).ok()?;
         let raw: &RawValue = serde_json::from_str(text).ok()?;
         let exact = raw.get().len() == text.len() && raw.get() != "null" && marker(raw).is_none();
-        exact.then_some(raw)
+        (exact && within_depth(text)).then_some(raw)
+    }
+
+    /// Whether JSON `text` nests at most [`MAX_DEPTH`] deep (read without
+    /// recursion, at any depth).
+    fn within_depth(text: &str) -> bool {
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        for byte in text.bytes() {
+            if in_string {
+                match byte {
+                    _ if escaped => escaped = false,
+                    b'\\' => escaped = true,
+                    b'"' => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return false;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        true
+    }
+
+    /// `{"base64": "<bytes in standard base64>"}`.
+    pub(crate) fn base64_marker(bytes: &[u8]) -> serde_json::Value {
+        serde_json::json!({ "base64": STANDARD.encode(bytes) })
     }
 
     /// The base64 text of a marker.
@@ -269,6 +318,31 @@ mod tests {
         }
         assert_eq!(body_value(b""), serde_json::Value::Null);
         assert_eq!(round_trip(b"").1, b"");
+    }
+
+    #[test]
+    fn json_nested_past_the_limit_is_shown_as_base64_and_nothing_fails_on_it() {
+        use base64::Engine as _;
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth)).into_bytes();
+        let within = nested(json_bytes::MAX_DEPTH);
+        assert_eq!(body_value(&within), serde_json::from_slice::<serde_json::Value>(&within).unwrap());
+        let (text, _, _) = round_trip(&within);
+        assert!(text.contains(std::str::from_utf8(&within).unwrap()), "embedded as itself");
+        for depth in [json_bytes::MAX_DEPTH + 1, 128, 1_000, 100_000] {
+            let bytes = nested(depth);
+            let base64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            assert_eq!(body_value(&bytes), json!({ "base64": base64 }), "{depth}");
+            let (_, output, body) = round_trip(&bytes);
+            assert_eq!((output, body), (bytes.clone(), bytes.clone()), "{depth}");
+            // A guest's reserved code wraps it; the fault still converts.
+            let fault = Fault::from_guest("husk.deep".into(), bytes.clone());
+            assert_eq!(fault.code, codes::GUEST_RESERVED_CODE);
+            let value = serde_json::to_value(&fault).unwrap();
+            assert!(value["body"]["body"]["base64"].is_string(), "{depth}");
+        }
+        // Brackets inside strings are not nesting.
+        let text = format!(r#"{{"a": "{}\"{}"}}"#, "[".repeat(1_000), "{".repeat(1_000));
+        assert_eq!(body_value(text.as_bytes())["a"].as_str().map(str::len), Some(2_001));
     }
 
     #[test]

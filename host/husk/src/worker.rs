@@ -40,9 +40,10 @@ impl Handled {
     }
 
     /// A run that failed in the host itself (the sandbox could not run it,
-    /// or a native handler panicked): a `husk.trap` with `message`.
-    pub fn trap(message: &str, plugin_version: Option<String>) -> Self {
-        let kill = Kill::Trap { reason: message.to_owned(), guest_message: None };
+    /// or a handler panicked): a `husk.host-error` with `message`, never a
+    /// guest's trap.
+    pub fn host_error(message: &str, plugin_version: Option<String>) -> Self {
+        let kill = Kill::HostError { reason: message.to_owned() };
         Self { plugin_version, ..Self::new(Ending::Killed(kill)) }
     }
 
@@ -165,7 +166,7 @@ fn run_wasm(
     let execution = match sandbox.execute_granted(plugin, &wit_job, limits, grants, Some(cancel)) {
         Ok(execution) => execution,
         Err(error) => {
-            return Handled::trap(&error.to_string(), version);
+            return Handled::host_error(&error.to_string(), version);
         }
     };
     Handled {
@@ -459,8 +460,8 @@ impl Worker {
         })
     }
 
-    /// Runs one job; a panicking handler is a trap of that job, never the
-    /// end of the worker.
+    /// Runs one job; a panicking handler is a host error of that job, never
+    /// the end of the worker.
     fn run_one(handler: &dyn Handler, job: &LockedJob, cancel: &CancelToken) -> Handled {
         catch_unwind(AssertUnwindSafe(|| handler.handle(job, cancel))).unwrap_or_else(|panic| {
             let message = panic
@@ -469,7 +470,7 @@ impl Worker {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "handler panicked".to_owned());
             tracing::error!(job.id = %job.id(), %message, "handler panicked");
-            Handled::trap(&message, None)
+            Handled::host_error(&message, None)
         })
     }
 }

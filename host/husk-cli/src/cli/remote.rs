@@ -89,8 +89,10 @@ fn enqueue_file(args: &EnqueueArgs, file: &std::path::Path) -> anyhow::Result<Ex
         if line.is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(job)) if job.contains_key("input") => jobs.push((n, line)),
+        // Read as raw values: an input of any depth is taken as the API takes it.
+        type Members = std::collections::HashMap<String, Box<serde_json::value::RawValue>>;
+        match serde_json::from_str::<Members>(line) {
+            Ok(job) if job.contains_key("input") => jobs.push((n, line)),
             _ => anyhow::bail!("{}:{n}: not a job: a JSON object with `input` (and optionally `key`)", file.display()),
         }
     }

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use wasmtime_wasi_config::WasiConfigVariables;
+
+use super::Redactor;
 
 /// The largest secret file husk reads.
 const MAX_SECRET_FILE: u64 = 64 << 10;
@@ -131,8 +132,6 @@ impl ConfigGrant {
             }
             variables.insert(key.clone(), value);
         }
-        // Longer secrets first, so one holding another is replaced whole.
-        redacted.sort_by_key(|s: &String| std::cmp::Reverse(s.len()));
         Ok(Self { values, sources: secrets, variables, secrets: redacted })
     }
 
@@ -158,58 +157,7 @@ impl ConfigGrant {
 
     /// What replaces this config's secrets in text.
     pub fn redactor(&self) -> Redactor {
-        Redactor(Arc::from(self.secrets.clone()))
-    }
-}
-
-/// Replaces secrets in text with `***`. `Redactor::default()` replaces
-/// nothing.
-#[derive(Debug, Clone, Default)]
-pub struct Redactor(Arc<[String]>);
-
-impl Redactor {
-    /// `text` with every secret replaced by `***`.
-    pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        let mut text = std::borrow::Cow::Borrowed(text);
-        for secret in self.0.iter() {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), "***").into();
-            }
-        }
-        text
-    }
-
-    /// `bytes` with every secret replaced by `***` (as UTF-8 where they
-    /// hold one; other bytes untouched).
-    pub fn redact_bytes(&self, bytes: Vec<u8>) -> Vec<u8> {
-        if self.0.is_empty() {
-            return bytes;
-        }
-        let mut bytes = bytes;
-        for secret in self.0.iter() {
-            let secret = secret.as_bytes();
-            if secret.is_empty() || bytes.windows(secret.len()).all(|w| w != secret) {
-                continue;
-            }
-            let mut out = Vec::with_capacity(bytes.len());
-            let mut i = 0;
-            while i < bytes.len() {
-                if bytes[i..].starts_with(secret) {
-                    out.extend_from_slice(b"***");
-                    i += secret.len();
-                } else {
-                    out.push(bytes[i]);
-                    i += 1;
-                }
-            }
-            bytes = out;
-        }
-        bytes
-    }
-
-    /// Whether there is anything to replace.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        Redactor::new(self.secrets.iter().map(String::as_str))
     }
 }
 
@@ -217,7 +165,7 @@ impl Redactor {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{ConfigGrant, Redactor, Secret};
+    use super::{ConfigGrant, Secret};
 
     #[test]
     fn secrets_are_read_from_private_files_and_the_environment() {
@@ -252,14 +200,5 @@ mod tests {
         assert!(ConfigGrant::new(BTreeMap::new(), big).unwrap_err().reason.contains("too large"));
         assert!(Secret::parse("plain-value").is_err());
         assert_eq!(Secret::parse("env:X"), Ok(Secret::Env("X".into())));
-    }
-
-    #[test]
-    fn redaction_replaces_every_occurrence_longest_first() {
-        let redactor = Redactor(vec!["abcdef".to_owned(), "abc".to_owned()].into());
-        assert_eq!(redactor.redact("abcdef abc xabcx"), "*** *** x***x");
-        assert_eq!(redactor.redact_bytes(b"\xffabc\x00abcdef".to_vec()), b"\xff***\x00***".to_vec());
-        assert!(Redactor::default().is_empty());
-        assert_eq!(Redactor::default().redact("abc"), "abc");
     }
 }

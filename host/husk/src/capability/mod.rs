@@ -11,16 +11,19 @@ mod config;
 mod http;
 #[cfg(feature = "http")]
 mod outbound;
+mod redact;
 
 use std::sync::Arc;
 
 pub use allowed::{AllowedHost, AllowedHostError, is_not_global, is_prohibited};
-pub use config::{ConfigGrant, Redactor, Secret, SecretError};
+pub use config::{ConfigGrant, Secret, SecretError};
 pub use http::{HttpGrant, ResolveFn, Resolver};
 #[cfg(feature = "http")]
 pub(crate) use outbound::HttpHooks;
 #[cfg(feature = "http")]
 pub use outbound::own_addresses;
+pub(crate) use redact::RedactingStream;
+pub use redact::Redactor;
 
 /// What a topic grants its jobs. `Grants::default()` grants nothing.
 #[derive(Debug, Clone, Default)]

@@ -12,13 +12,14 @@ use crate::outcome::Outcome;
 use crate::store::Depth;
 
 /// The reserved codes of limit kills and traps, in a fixed order.
-const KILL_CODES: [&str; 6] = [
+const KILL_CODES: [&str; 7] = [
     codes::TIMEOUT,
     codes::OUT_OF_FUEL,
     codes::MEMORY_LIMIT,
     codes::STACK_OVERFLOW,
     codes::TRAP,
     codes::OUTPUT_TOO_LARGE,
+    codes::HOST_ERROR,
 ];
 
 /// Running totals, updated with atomics on the reporting threads.

@@ -14,7 +14,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 use crate::bindings::LogLevel;
-use crate::capability::Redactor;
+use crate::capability::{RedactingStream, Redactor};
 
 /// The `tracing` target of everything a guest logs.
 pub const GUEST_TARGET: &str = "husk::guest";
@@ -48,10 +48,18 @@ struct Inner {
     /// The topic's secrets, replaced by `***` in everything logged.
     redactor: Redactor,
     stats: LogStats,
+    /// The last bytes of stderr, secrets replaced.
     stderr_tail: VecDeque<u8>,
-    /// Partial lines of stdout and stderr, written out at their newline.
-    stdout_line: Vec<u8>,
-    stderr_line: Vec<u8>,
+    stdout: Stream,
+    stderr: Stream,
+}
+
+/// Stdout or stderr on its way to the log: redacted as a stream first (a
+/// secret may span writes and lines), then cut into lines.
+struct Stream {
+    redacting: RedactingStream,
+    /// The partial line, written out at its newline.
+    line: Vec<u8>,
 }
 
 #[derive(Clone, Copy)]
@@ -68,11 +76,11 @@ impl JobLog {
                 job_id: job_id.to_owned(),
                 topic: topic.to_owned(),
                 cap,
-                redactor,
+                redactor: redactor.clone(),
                 stats: LogStats::default(),
                 stderr_tail: VecDeque::new(),
-                stdout_line: Vec::new(),
-                stderr_line: Vec::new(),
+                stdout: Stream { redacting: redactor.stream(), line: Vec::new() },
+                stderr: Stream { redacting: redactor.stream(), line: Vec::new() },
             })),
         }
     }
@@ -87,7 +95,10 @@ impl JobLog {
     pub(crate) fn finish(&self) {
         let mut inner = self.lock();
         for source in [Source::Stdout, Source::Stderr] {
-            let rest = std::mem::take(inner.line_buffer(source));
+            let mut redacted = Vec::new();
+            inner.stream(source).redacting.finish(&mut redacted);
+            inner.take_lines(source, &redacted);
+            let rest = std::mem::take(&mut inner.stream(source).line);
             if !rest.is_empty() {
                 inner.emit(source, &rest);
             }
@@ -118,37 +129,45 @@ impl JobLog {
     fn lock(&self) -> parking_lot::MutexGuard<'_, Inner> {
         self.inner.lock()
     }
-
-    /// Bytes written to stdout or stderr: whole lines go to the log.
-    fn write_stream(&self, source: Source, bytes: &[u8]) {
-        let mut inner = self.lock();
-        if let Source::Stderr = source {
-            inner.stderr_tail.extend(bytes);
-            let excess = inner.stderr_tail.len().saturating_sub(STDERR_TAIL);
-            inner.stderr_tail.drain(..excess);
-        }
-        let mut buffer = std::mem::take(inner.line_buffer(source));
-        buffer.extend_from_slice(bytes);
-        let mut start = 0;
-        while let Some(newline) = buffer[start..].iter().position(|&b| b == b'\n') {
-            inner.emit(source, &buffer[start..start + newline]);
-            start += newline + 1;
-        }
-        while buffer.len() - start >= MAX_LINE {
-            inner.emit(source, &buffer[start..start + MAX_LINE]);
-            start += MAX_LINE;
-        }
-        buffer.drain(..start);
-        *inner.line_buffer(source) = buffer;
-    }
 }
 
 impl Inner {
-    fn line_buffer(&mut self, source: Source) -> &mut Vec<u8> {
+    fn stream(&mut self, source: Source) -> &mut Stream {
         match source {
-            Source::Stderr => &mut self.stderr_line,
-            _ => &mut self.stdout_line,
+            Source::Stderr => &mut self.stderr,
+            _ => &mut self.stdout,
         }
+    }
+
+    /// Bytes written to stdout or stderr: redacted, then whole lines to the
+    /// log.
+    fn write_stream(&mut self, source: Source, bytes: &[u8]) {
+        let mut redacted = Vec::new();
+        self.stream(source).redacting.write(bytes, &mut redacted);
+        self.take_lines(source, &redacted);
+    }
+
+    /// Redacted bytes of stdout or stderr: whole lines (or cuts of
+    /// [`MAX_LINE`] bytes) go to the log, stderr's last bytes to its tail.
+    fn take_lines(&mut self, source: Source, bytes: &[u8]) {
+        if let Source::Stderr = source {
+            self.stderr_tail.extend(bytes);
+            let excess = self.stderr_tail.len().saturating_sub(STDERR_TAIL);
+            self.stderr_tail.drain(..excess);
+        }
+        let mut buffer = std::mem::take(&mut self.stream(source).line);
+        buffer.extend_from_slice(bytes);
+        let mut start = 0;
+        while let Some(newline) = buffer[start..].iter().position(|&b| b == b'\n') {
+            self.emit(source, &buffer[start..start + newline]);
+            start += newline + 1;
+        }
+        while buffer.len() - start >= MAX_LINE {
+            self.emit(source, &buffer[start..start + MAX_LINE]);
+            start += MAX_LINE;
+        }
+        buffer.drain(..start);
+        self.stream(source).line = buffer;
     }
 
     /// Writes one message to `tracing`, within the job's cap.
@@ -246,7 +265,7 @@ impl Pollable for GuestOutput {
 
 impl OutputStream for GuestOutput {
     fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
-        self.log.write_stream(self.source(), &bytes);
+        self.log.lock().write_stream(self.source(), &bytes);
         Ok(())
     }
 
@@ -261,7 +280,7 @@ impl OutputStream for GuestOutput {
 
 impl tokio::io::AsyncWrite for GuestOutput {
     fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.log.write_stream(self.source(), buf);
+        self.log.lock().write_stream(self.source(), buf);
         Poll::Ready(Ok(buf.len()))
     }
 

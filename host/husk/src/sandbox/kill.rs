@@ -41,8 +41,7 @@ pub enum Kill {
         /// The engine's WebAssembly stack size, in bytes.
         max_wasm_stack: usize,
     },
-    /// The job trapped (a panic, `unreachable`, a bad memory access...) or
-    /// the host failed to run it.
+    /// The job trapped (a panic, `unreachable`, a bad memory access...).
     #[error("trapped: {reason}")]
     Trap {
         /// What trapped, as wasmtime reports it.
@@ -59,6 +58,13 @@ pub enum Kill {
         /// What the guest returned, in bytes.
         size: u64,
     },
+    /// The host failed to run the job (it could not start a sandbox, or
+    /// husk's own code panicked): not the guest's doing.
+    #[error("the host failed to run the job: {reason}")]
+    HostError {
+        /// What failed.
+        reason: String,
+    },
 }
 
 impl Kill {
@@ -71,13 +77,14 @@ impl Kill {
             Kill::StackOverflow { .. } => codes::STACK_OVERFLOW,
             Kill::Trap { .. } => codes::TRAP,
             Kill::OutputTooLarge { .. } => codes::OUTPUT_TOO_LARGE,
+            Kill::HostError { .. } => codes::HOST_ERROR,
         }
     }
 
     /// Whether the host killed the job for passing a limit (as opposed to
-    /// the guest trapping on its own).
+    /// the guest trapping on its own, or the host failing).
     pub fn is_limit(&self) -> bool {
-        !matches!(self, Kill::Trap { .. })
+        !matches!(self, Kill::Trap { .. } | Kill::HostError { .. })
     }
 
     /// The raw fault for this ending: the reserved code, and a JSON body
@@ -112,6 +119,9 @@ impl Kill {
                 "size_bytes": size,
                 "elapsed_ms": elapsed_ms,
             }),
+            Kill::HostError { reason } => {
+                json!({ "message": self.to_string(), "reason": reason, "elapsed_ms": elapsed_ms })
+            }
         };
         Fault::json(self.code(), &body)
     }

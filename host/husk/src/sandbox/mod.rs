@@ -380,12 +380,12 @@ impl Sandbox {
         let result = with_pool_retry(|| pre.instantiate(&mut *store))
             .and_then(|instance| instance.call_execute(&mut *store, job));
         Ok(run.finish(result).and_then_returned(|result| {
-            // Secrets out of what husk stores: a guard against a guest
-            // returning one by mistake (not against one that encodes it).
+            // Secrets out of what husk stores, before husk wraps or encodes
+            // anything: a guard against a guest returning one by mistake
+            // (not against one that encodes it).
             let redactor = grants.redactor();
             let result = result.map(|output| redactor.redact_bytes(output)).map_err(|fault| {
-                let fault = Fault::from_guest(fault.code, fault.body);
-                Fault { code: redactor.redact(&fault.code).into_owned(), body: redactor.redact_bytes(fault.body) }
+                Fault::from_guest(redactor.redact(&fault.code).into_owned(), redactor.redact_bytes(fault.body))
             });
             let size = match &result {
                 Ok(output) => output.len(),
