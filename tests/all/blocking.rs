@@ -5,8 +5,17 @@
 //! it ran on takes the next job. Epochs are bumped by hand; the waits for a
 //! message from the worker thread only bound how long a broken build would
 //! hang.
+//!
+//! What ends such a wait is the watchdog of `guest::waits`, and only it: a
+//! test ticks the epoch (or cancels) only once the guest is blocked in its
+//! host call — husk's trace event of target `husk::waits` says so — when no
+//! WebAssembly runs for the epoch deadline to stop it. (Ticking as soon as
+//! the guest logged `sleeping` raced the few instructions it runs before
+//! its call: the epoch deadline, which makes the same check, often stopped
+//! it there with the same error, and the tests passed with the watchdog
+//! broken.)
 
-use std::sync::mpsc;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
 use husk::classify::{Classification, ErrorMapper};
@@ -14,43 +23,76 @@ use husk::fault::{Fault, codes};
 use husk::plugin::World;
 use husk::sandbox::{CancelToken, Ending, Execution, Kill, Limits, Sandbox};
 use serde_json::{Value, json};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 use crate::support::{GuestLogs, fault, job, load, load_as, manual_sandbox, output};
 
 /// How long a test waits for something the worker thread must do.
 const PATIENCE: Duration = Duration::from_secs(30);
 
+/// The target of the trace event husk logs when a guest's host call
+/// blocks (`guest::runtime`).
+const BLOCKS_TARGET: &str = "husk::waits";
+
+/// What [`signalling`] sends when a guest's host call blocks.
+const BLOCKED: &str = "(blocked in a host call)";
+
+/// Sends [`BLOCKED`] at each of husk's events saying a host call blocks.
+struct Blocks(Sender<String>);
+
+impl<S: tracing::Subscriber> Layer<S> for Blocks {
+    fn on_event(&self, event: &tracing::Event<'_>, _cx: Context<'_, S>) {
+        if event.metadata().target() == BLOCKS_TARGET {
+            let _ = self.0.send(BLOCKED.to_owned());
+        }
+    }
+}
+
+/// Runs `f`, sending to `signals` what the guests it runs log, and
+/// [`BLOCKED`] whenever one blocks in a host call.
+fn signalling<R>(signals: Sender<String>, f: impl FnOnce() -> R) -> R {
+    let subscriber = tracing_subscriber::registry().with(GuestLogs::notifying(signals.clone())).with(Blocks(signals));
+    tracing::subscriber::with_default(subscriber, f)
+}
+
+/// Returns once the guest has logged `sleeping` and then blocked in its host
+/// call: from then on, no WebAssembly runs until that call returns.
+fn blocked_in_its_host_call(signals: &Receiver<String>) {
+    assert_eq!(signals.recv_timeout(PATIENCE).expect("the guest starts sleeping"), "sleeping");
+    assert_eq!(signals.recv_timeout(PATIENCE).expect("the guest blocks in its host call"), BLOCKED);
+}
+
 /// Runs `sleeper` with `input` on a thread of its own, then `transform` on
 /// the same thread; returns the channel of their executions once the
-/// sleeper has logged that it is in its host call.
+/// sleeper is blocked in its host call.
 fn sleeping(
     sandbox: &Sandbox,
     input: Value,
     limits: &Limits,
     cancel: Option<CancelToken>,
-) -> (mpsc::Receiver<Execution>, std::thread::JoinHandle<()>) {
+) -> (Receiver<Execution>, std::thread::JoinHandle<()>) {
     let sleeper = load(sandbox, "sleeper");
     let transform = load(sandbox, "transform");
-    let (started_tx, started) = mpsc::channel();
+    let (signals_tx, signals) = mpsc::channel();
     let (done_tx, done) = mpsc::channel();
     let worker = {
         let (sandbox, limits) = (sandbox.clone(), limits.clone());
         std::thread::spawn(move || {
-            let logs = GuestLogs::notifying(started_tx);
-            let slept = logs.capture(|| sandbox.execute(&sleeper, &job(1, input), &limits, cancel.as_ref()).unwrap());
+            let slept =
+                signalling(signals_tx, || sandbox.execute(&sleeper, &job(1, input), &limits, cancel.as_ref()).unwrap());
             done_tx.send(slept).unwrap();
             let next = sandbox.execute(&transform, &job(1, json!({ "name": "next" })), &limits, None).unwrap();
             done_tx.send(next).unwrap();
         })
     };
-    assert_eq!(started.recv_timeout(PATIENCE).expect("the guest starts sleeping"), "sleeping");
+    blocked_in_its_host_call(&signals);
     (done, worker)
 }
 
 /// Ticks the epoch through `limits`' deadline and returns how the run
 /// ended. (That a bound stops a run at its deadline tick and not before is
 /// `guest::waits`' own test; here, the waits it bounds.)
-fn killed_at_the_deadline_tick(sandbox: &Sandbox, done: &mpsc::Receiver<Execution>, limits: &Limits) -> Execution {
+fn killed_at_the_deadline_tick(sandbox: &Sandbox, done: &Receiver<Execution>, limits: &Limits) -> Execution {
     for _ in 0..sandbox.engine().ticks_for(limits.deadline) {
         sandbox.engine().increment_epoch();
     }
@@ -98,8 +140,7 @@ fn cancelling_a_guest_blocked_in_a_host_call_ends_it_by_the_next_tick() {
     let cancel = CancelToken::new();
     let (done, worker) = sleeping(&sandbox, json!({ "never": true }), &limits, Some(cancel.clone()));
     cancel.cancel();
-    // Seen at the next tick at the latest (or at once, when the guest only
-    // reaches its host call after the cancel).
+    // Seen by the wait's watchdog at the next tick.
     sandbox.engine().increment_epoch();
     let cancelled = done.recv_timeout(PATIENCE).expect("ended by the tick after the cancel");
     assert_eq!(cancelled.ending, Ending::Cancelled);
@@ -113,16 +154,15 @@ fn an_error_mapper_sleeping_through_wasi_is_cut_off_and_the_fault_is_technical()
     let plugin = load_as(&sandbox, "bad-mapper", World::ErrorMapper);
     let limits = Limits::error_mapper().with_fuel(None);
     let mapper = ErrorMapper::Wasm { sandbox: sandbox.clone(), plugin, limits: limits.clone() };
-    let (started_tx, started) = mpsc::channel();
+    let (signals_tx, signals) = mpsc::channel();
     let (done_tx, done) = mpsc::channel();
     let classifier = std::thread::spawn(move || {
-        let logs = GuestLogs::notifying(started_tx);
-        let sleeping = logs.capture(|| mapper.classify(&Fault::new("sleep", Vec::new())));
+        let sleeping = signalling(signals_tx, || mapper.classify(&Fault::new("sleep", Vec::new())));
         done_tx.send(sleeping).unwrap();
         // The same thread classifies the next fault.
         done_tx.send(mapper.classify(&Fault::new("other", Vec::new()))).unwrap();
     });
-    assert_eq!(started.recv_timeout(PATIENCE).expect("the mapper starts sleeping"), "sleeping");
+    blocked_in_its_host_call(&signals);
     for _ in 0..sandbox.engine().ticks_for(limits.deadline) {
         sandbox.engine().increment_epoch();
     }

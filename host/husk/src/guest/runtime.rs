@@ -6,6 +6,13 @@
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
+/// The target of the trace event a wait logs when it blocks: from then
+/// until the wait ends, no WebAssembly runs on its thread, so nothing but
+/// the wait's watchdog can stop the job (the epoch deadline inside
+/// WebAssembly cannot). The blocking tests wait for it before ticking the
+/// epoch, so that they test the watchdog alone.
+const BLOCKS_TARGET: &str = "husk::waits";
+
 thread_local! {
     static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -19,7 +26,8 @@ thread_local! {
 /// pollable): the first poll is made in the runtime's context (a sleep needs
 /// its timers) but without entering its scheduler. Only a future still
 /// pending after it is driven by `block_on`, which polls it again with a
-/// real waker.
+/// real waker; it is then that a trace event with target `husk::waits`
+/// says the wait blocks.
 ///
 /// # Panics
 ///
@@ -35,6 +43,7 @@ pub(super) fn block_on<F: Future>(future: F) -> F::Output {
                 return output;
             }
         }
+        tracing::trace!(target: BLOCKS_TARGET, "a guest's host call blocks");
         runtime.block_on(future)
     })
 }
