@@ -112,8 +112,9 @@ impl<'de> serde::Deserialize<'de> for Fault {
 ///
 /// - empty bytes are `null`;
 /// - bytes that are one JSON value, with nothing around it, nested at most
-///   [`MAX_DEPTH`] arrays or objects deep, are embedded as that JSON text,
-///   byte for byte (whitespace and key order kept);
+///   [`MAX_DEPTH`](json_bytes::MAX_DEPTH) arrays or objects deep, are
+///   embedded as that JSON text, byte for byte (whitespace and key order
+///   kept);
 /// - anything else — bytes that are not UTF-8 or not JSON, JSON nested
 ///   deeper, the four bytes `null`, and JSON that reads as the marker itself
 ///   (an object whose one member is a string named `base64`) — is
