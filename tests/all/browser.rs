@@ -8,6 +8,7 @@
 //!
 //! Each test polls the page (every 50 ms, up to 30 s) for what it waits for.
 
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -75,7 +76,10 @@ impl Driver {
     fn start() -> Self {
         for _ in 0..5 {
             let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            // A process group of its own: dropped, the driver and every
+            // Chromium process it started are killed together.
             let mut child = Command::new("/usr/bin/chromedriver")
+                .process_group(0)
                 .arg(format!("--port={port}"))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -120,6 +124,9 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        if let Some(group) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

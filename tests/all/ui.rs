@@ -92,11 +92,17 @@ impl Browser {
     }
 
     pub fn get(&self, path: &str) -> Answer {
+        Self::answer(self.open(path))
+    }
+
+    /// The answer to a GET of `path` once its headers arrived, its body
+    /// still to read (an event stream).
+    fn open(&self, path: &str) -> ureq::http::Response<ureq::Body> {
         let mut request = self.agent.get(&format!("{}{path}", self.base));
         if let Some(cookie) = &self.cookie {
             request = request.header("Cookie", cookie);
         }
-        Self::answer(request.call().unwrap())
+        request.call().unwrap()
     }
 
     fn post(&self, path: &str, form: &[(&str, &str)]) -> Answer {
@@ -486,4 +492,21 @@ fn a_pages_event_stream_tells_of_its_own_topics_outcomes_only() {
     }
     assert_eq!(heard, 3, "a's three outcomes, none of b's ({events} event(s))");
     assert!(events <= 3);
+}
+
+/// SIGTERM stops `husk serve` with a page's event stream open: the stream
+/// ends at the signal, cleanly (a dashboard left open in a browser used to
+/// hold the graceful shutdown forever).
+#[test]
+fn sigterm_ends_an_open_event_stream_and_the_server_stops() {
+    let server = Server::start(&config());
+    let mut browser = Browser::new(&server);
+    assert_eq!(browser.sign_in(TOKEN_A).status, 303);
+    let events = browser.open("/ui/events");
+    assert_eq!(events.status(), 200);
+    let (status, _) = server.terminate();
+    assert!(status.success(), "{status}");
+    // Ended by the server (the chunked body's end), not cut off.
+    let body = events.into_body().read_to_string();
+    assert!(body.is_ok(), "{body:?}");
 }

@@ -20,6 +20,10 @@ use husk::outcome::{OutcomeSink, TerminalOutcome};
 use husk::quota::Quota;
 use husk::versions::Origin;
 
+/// How long open requests may take to finish after SIGTERM or SIGINT
+/// before the API stops without them.
+const CONNECTIONS_DRAIN: Duration = Duration::from_secs(5);
+
 /// How often `--watch` looks at the plugin files.
 const WATCH_EVERY: Duration = Duration::from_millis(500);
 
@@ -154,7 +158,7 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
     let host = Arc::new(builder.build()?);
     let limits =
         BodyLimits { input: config.max_input_size(), plugin: config.max_plugin_size(), batch: config.max_batch_size() };
-    let api = Arc::new(Api::new(host.clone(), tenants, metrics, feed, limits));
+    let api = Arc::new(Api::new(host.clone(), tenants, metrics, feed.clone(), limits));
     let stop_watch = Arc::new(AtomicBool::new(false));
     let watcher = options.watch.then(|| watch(host.clone(), &config, base, stop_watch.clone()));
     tracing::info!(
@@ -168,11 +172,26 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
     );
     let signal = runtime.block_on(async {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let server = axum::serve(listener, crate::api::router(api)).with_graceful_shutdown(async move {
-            let signal = signals.next().await;
-            let _ = tx.send(signal);
-        });
-        server.await.context("serving the API")?;
+        let stopping = Arc::new(tokio::sync::Notify::new());
+        let shutdown = {
+            let stopping = stopping.clone();
+            async move {
+                let signal = signals.next().await;
+                // Long-polls and event streams end now; the rest of the
+                // open requests get `CONNECTIONS_DRAIN`.
+                feed.close();
+                stopping.notify_one();
+                let _ = tx.send(signal);
+            }
+        };
+        let server = axum::serve(listener, crate::api::router(api)).with_graceful_shutdown(shutdown);
+        tokio::select! {
+            served = server.into_future() => served.context("serving the API")?,
+            () = async {
+                stopping.notified().await;
+                tokio::time::sleep(CONNECTIONS_DRAIN).await;
+            } => tracing::warn!(drain = ?CONNECTIONS_DRAIN, "requests still open after the signal are cut off"),
+        }
         rx.await.context("the API stopped without a signal")?
     })?;
     stop_watch.store(true, Ordering::Release);

@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, broadcast, watch};
 
 use super::{Api, ApiError, Caller, blocking};
 use husk::outcome::{OutcomeSink, TerminalOutcome};
@@ -34,11 +34,13 @@ const EVENTS_BACKLOG: usize = 1024;
 pub struct OutcomeFeed {
     notify: Notify,
     topics: broadcast::Sender<Arc<str>>,
+    /// Set when the process stops: waits end.
+    closing: watch::Sender<bool>,
 }
 
 impl Default for OutcomeFeed {
     fn default() -> Self {
-        Self { notify: Notify::new(), topics: broadcast::channel(EVENTS_BACKLOG).0 }
+        Self { notify: Notify::new(), topics: broadcast::channel(EVENTS_BACKLOG).0, closing: watch::channel(false).0 }
     }
 }
 
@@ -46,6 +48,23 @@ impl OutcomeFeed {
     /// A feed no one waits on yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Ends every wait on the feed, for good (the process stops): a waiting
+    /// long-poll answers with what it has, an event stream ends. Without
+    /// it, a dashboard left open would hold a graceful shutdown forever.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Resolves once the feed is closed.
+    pub(crate) async fn closed(&self) {
+        let mut closing = self.closing.subscribe();
+        let _ = closing.wait_for(|closed| *closed).await;
+    }
+
+    fn is_closed(&self) -> bool {
+        *self.closing.borrow()
     }
 
     /// The topics of the outcomes this process delivers from now on, one
@@ -125,9 +144,12 @@ pub(super) async fn long_poll(
         }
         let outcomes: Vec<TerminalOutcome> = batch.into_iter().filter(|o| topics.contains(&o.topic)).collect();
         let now = tokio::time::Instant::now();
-        if !outcomes.is_empty() || now >= deadline {
+        if !outcomes.is_empty() || now >= deadline || api.feed.is_closed() {
             return Ok(Json(json!({ "outcomes": outcomes, "cursor": cursor })).into_response());
         }
-        let _ = tokio::time::timeout((deadline - now).min(RECHECK), notified).await;
+        tokio::select! {
+            _ = tokio::time::timeout((deadline - now).min(RECHECK), notified) => {}
+            () = api.feed.closed() => {}
+        }
     }
 }

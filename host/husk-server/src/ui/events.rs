@@ -36,10 +36,14 @@ struct Watch {
 impl Watch {
     /// Waits for an outcome of one of the session's topics, then for the
     /// rest of the window; the number of outcomes seen, `None` when the
-    /// feed closed or the session ended.
+    /// feed closed (the process stops) or the session ended.
     async fn next(&mut self) -> Option<u64> {
         let mut seen = loop {
-            match self.feed.recv().await {
+            let received = tokio::select! {
+                received = self.feed.recv() => received,
+                () = self.ui.api.feed.closed() => return None,
+            };
+            match received {
                 Ok(topic) if self.topics.contains(&*topic) => break 1,
                 Ok(_) => {}
                 Err(RecvError::Lagged(_)) => break 1,
