@@ -648,16 +648,6 @@ fn list(conn: &Connection, filter: &ListFilter) -> rusqlite::Result<Vec<JobRecor
     ids.into_iter().filter_map(|id| get_record(conn, id, false).transpose()).collect()
 }
 
-/// The conformance suite husk exports, on fresh SQLite files.
-#[cfg(test)]
-mod conformance {
-    husk::store_conformance!(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let store = super::SqliteStore::open(&dir.path().join("husk.db"), super::Durability::Normal).unwrap();
-        husk::store::conformance::Fresh::new(std::sync::Arc::new(store), dir)
-    });
-}
-
 /// Writes `jobs` in the open write transaction, which is exclusive
 /// (IMMEDIATE): no other enqueue can take a key between the look-up and the
 /// insert.
