@@ -172,15 +172,13 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
     );
     let signal = runtime.block_on(async {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let stopping = Arc::new(tokio::sync::Notify::new());
         let shutdown = {
-            let stopping = stopping.clone();
+            let feed = feed.clone();
             async move {
                 let signal = signals.next().await;
                 // Long-polls and event streams end now; the rest of the
                 // open requests get `CONNECTIONS_DRAIN`.
                 feed.close();
-                stopping.notify_one();
                 let _ = tx.send(signal);
             }
         };
@@ -188,7 +186,7 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
         tokio::select! {
             served = server.into_future() => served.context("serving the API")?,
             () = async {
-                stopping.notified().await;
+                feed.closed().await;
                 tokio::time::sleep(CONNECTIONS_DRAIN).await;
             } => tracing::warn!(drain = ?CONNECTIONS_DRAIN, "requests still open after the signal are cut off"),
         }
