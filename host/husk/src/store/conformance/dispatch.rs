@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::clock::{Clock, ManualClock};
 use crate::dispatch::{Dispatcher, TopicPolicy};
@@ -184,12 +184,13 @@ pub fn a_waiting_fetch_wakes_at_the_nearest_gate(backend: &dyn Backend) {
         .unwrap();
     assert_eq!(store_view.next_wake, Some(rig.clock.now() + Duration::from_secs(10)), "the nearest gate");
 
+    let counted = Counted::new(&rig);
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
         scope.spawn(|| {
             let topics = ["t".to_owned()];
             let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: LOCK };
-            let jobs = rig.dispatcher.fetch_and_lock(
+            let jobs = counted.dispatcher.fetch_and_lock(
                 request,
                 Duration::from_secs(3600),
                 &rig.stop,
@@ -198,8 +199,10 @@ pub fn a_waiting_fetch_wakes_at_the_nearest_gate(backend: &dyn Backend) {
             );
             tx.send(jobs.unwrap()).unwrap();
         });
+        assert!(counted.next_look(0, &rx).is_none(), "found a job before any gate");
+        // The clock's move wakes the fetcher: it looks, finds nothing due, and sleeps again.
         rig.clock.advance(Duration::from_secs(9));
-        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "woke before the gate");
+        assert!(counted.next_look(1, &rx).is_none(), "woke before the gate");
         rig.clock.advance(Duration::from_secs(1));
         let jobs = rx.recv_timeout(Duration::from_secs(30)).expect("woken at the gate");
         assert_eq!(jobs.iter().map(|j| j.id()).collect::<Vec<_>>(), vec![near]);
@@ -209,12 +212,13 @@ pub fn a_waiting_fetch_wakes_at_the_nearest_gate(backend: &dyn Backend) {
 /// Conformance check: a waiting fetch wakes on enqueue.
 pub fn a_waiting_fetch_wakes_on_enqueue(backend: &dyn Backend) {
     let rig = Rig::with_topic(backend, fixed(3, 10));
+    let counted = Counted::new(&rig);
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
         scope.spawn(|| {
             let topics = ["t".to_owned()];
             let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: LOCK };
-            let jobs = rig.dispatcher.fetch_and_lock(
+            let jobs = counted.dispatcher.fetch_and_lock(
                 request,
                 Duration::from_secs(3600),
                 &rig.stop,
@@ -223,8 +227,8 @@ pub fn a_waiting_fetch_wakes_on_enqueue(backend: &dyn Backend) {
             );
             tx.send(jobs.unwrap()).unwrap();
         });
-        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
-        let id = rig.enqueue("t");
+        assert!(counted.next_look(0, &rx).is_none(), "found a job in an empty queue");
+        let id = counted.dispatcher.enqueue("t", b"{}".to_vec()).unwrap();
         let jobs = rx.recv_timeout(Duration::from_secs(30)).expect("woken by the enqueue");
         assert_eq!(jobs[0].id(), id);
     });
@@ -276,6 +280,47 @@ impl JobStore for CountingFetches {
     }
 }
 
+/// A second dispatcher on a rig's store and clock whose fetches are
+/// counted: a check sees each look of a waiting fetcher of topic `t`, so it
+/// shows that a look found nothing without waiting to see nothing happen.
+struct Counted {
+    store: Arc<CountingFetches>,
+    dispatcher: Arc<Dispatcher>,
+}
+
+impl Counted {
+    fn new(rig: &Rig) -> Self {
+        let store = Arc::new(CountingFetches { store: rig.dispatcher.store().clone(), fetches: AtomicUsize::new(0) });
+        let dispatcher = Dispatcher::new(store.clone(), Arc::new(rig.clock.clone()), rig.sink.clone(), None);
+        dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 10)), mapper: None });
+        Self { store, dispatcher }
+    }
+
+    /// Spins (no sleep) until the fetcher of `t`, after its first `looks`
+    /// fetches, has fetched again and sleeps once more (`None`), or has
+    /// returned (what it sent on `rx`).
+    fn next_look<T>(&self, looks: usize, rx: &mpsc::Receiver<T>) -> Option<T> {
+        next_look(&self.store, &self.dispatcher, looks, rx)
+    }
+}
+
+/// [`Counted::next_look`] for any counted store and its dispatcher.
+fn next_look<T>(store: &CountingFetches, dispatcher: &Dispatcher, looks: usize, rx: &mpsc::Receiver<T>) -> Option<T> {
+    let give_up = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(sent) = rx.try_recv() {
+            return Some(sent);
+        }
+        // The count is read before the sleepers: a sleeper seen after a new
+        // fetch is the fetcher's next sleep, not the one before it.
+        if store.fetches.load(Ordering::SeqCst) > looks && dispatcher.waiting_fetchers("t") == 1 {
+            return rx.try_recv().ok();
+        }
+        assert!(Instant::now() < give_up, "the fetcher made no fetch after its first {looks} in 30 s");
+        std::thread::yield_now();
+    }
+}
+
 /// Conformance check: a fetch that finds its topic paused sleeps through
 /// the topic's enqueues (each would otherwise cost a fetch that claims
 /// nothing) and fetches again on the resume, taking what came meanwhile.
@@ -297,13 +342,14 @@ pub fn a_fetch_of_a_paused_topic_sleeps_through_enqueues_until_the_resume(backen
                 dispatcher.fetch_and_lock(request, Duration::from_secs(3600), &stop, None, &mut Default::default());
             tx.send(jobs.unwrap()).unwrap();
         });
-        while !(fetches() == 1 && dispatcher.waiting_fetchers("t") == 1) {
-            std::thread::yield_now();
-        }
+        assert!(next_look(&store, &dispatcher, 0, &rx).is_none(), "fetched from a paused topic");
         let enqueued: Vec<JobId> = (0..3).map(|_| dispatcher.enqueue("t", b"{}".to_vec()).unwrap()).collect();
         // Each enqueue's wake would have woken a fetcher of a running topic
-        // at once (`a_waiting_fetch_wakes_on_enqueue`).
-        let early = rx.recv_timeout(Duration::from_millis(100)).ok();
+        // at once (`a_waiting_fetch_wakes_on_enqueue`), each a fetch. A
+        // change for all that is no resume comes after them: the fetcher
+        // looks once for it, finds its topic still paused, and sleeps again.
+        dispatcher.wake_fetchers();
+        let early = next_look(&store, &dispatcher, 1, &rx);
         let while_paused = fetches();
         assert!(dispatcher.set_paused("t", false).unwrap());
         let woken = early.is_none().then(|| rx.recv_timeout(Duration::from_secs(30)).ok()).flatten();
@@ -313,11 +359,11 @@ pub fn a_fetch_of_a_paused_topic_sleeps_through_enqueues_until_the_resume(backen
         (early, while_paused, enqueued, woken)
     });
     assert!(early.is_none(), "still asleep after the enqueues");
-    assert_eq!(while_paused, 1, "no fetch while the topic is paused");
+    assert_eq!(while_paused, 2, "no fetch for the enqueues while the topic is paused, one for the wake");
     let mut fetched: Vec<JobId> = woken.expect("woken by the resume").iter().map(|j| j.id()).collect();
     fetched.sort();
     assert_eq!(fetched, enqueued, "one fetch takes every job enqueued meanwhile");
-    assert_eq!(fetches(), 2);
+    assert_eq!(fetches(), 3);
 }
 
 /// Conformance check: exhaustion is a failed incident with topic attempts and last fault.
