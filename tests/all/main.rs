@@ -16,6 +16,7 @@ mod crash;
 mod dispatch;
 mod dispatch_props;
 mod faults;
+mod fuzz;
 mod go_adapter;
 mod guests;
 mod host;

@@ -1,24 +1,9 @@
-//! `husk.toml` parsing: any text is either refused with an error or read
-//! into a config whose derived settings (topics, limits, engine, store
-//! kind) can be computed — never a panic.
+//! `husk.toml` parsing: see `../src/config.rs`, shared with the test that
+//! replays and fuzzes it on every run (`tests/all/fuzz.rs`).
 
 #![no_main]
 
-use std::path::Path;
+#[path = "../src/config.rs"]
+mod target;
 
-use husk_server::config::Config;
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|text: &str| {
-    let Ok(config) = Config::parse(text) else { return };
-    let base = Path::new("/nonexistent");
-    // Secrets are read here (an unset variable or a missing file: an error).
-    for topic in config.topics(base).into_iter().flatten() {
-        let _ = topic.name();
-    }
-    for topic in config.topics.values() {
-        let _ = topic.limits();
-    }
-    let _ = config.engine(base, None);
-    let _ = (config.listen(), config.max_input_size(), config.max_plugin_size(), config.shutdown_grace());
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| target::check(data));
