@@ -1,4 +1,5 @@
-//! The HTTP API through a real `husk serve` process: tenant isolation
+//! The HTTP API through a real HTTP server (served inside the test process;
+//! a `husk serve` process where a test needs its log): tenant isolation
 //! (every cross-tenant read, enqueue, deploy, cancel and retry refused),
 //! every class of bad request with its documented status and error body
 //! (and the store unchanged afterwards), the quota on queued jobs, the
@@ -9,40 +10,86 @@
 //! (every 20 ms, up to a generous limit) and assert on what it answers.
 
 use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use husk_cli::client::{Client, ClientError};
+use husk_server::serve::{ServeOptions, Stop};
 use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 
 use crate::serve::start_error;
 use crate::support::guest;
 
 pub const TOKEN_A: &str = "token-of-tenant-a";
-const TOKEN_B: &str = "token-of-tenant-b";
+/// Tenant b's token, its `env:` reference read from `HUSK_TEST_TOKEN_B`
+/// (set for every cargo command by `.cargo/config.toml`).
+const TOKEN_B: &str = env!("HUSK_TEST_TOKEN_B");
 pub const TOKEN_Q: &str = "token-of-tenant-q";
 
-/// A `husk serve` process on a free port, SIGTERMed when dropped.
+/// A husk serving the API on a free port, stopped (as by SIGTERM) when
+/// dropped: inside the test process ([`Server::start`]: for what is tested
+/// through HTTP), or as a `husk serve` process ([`Server::process`]: for
+/// signals, kill -9, its log, and several processes on one store).
 pub struct Server {
-    child: Child,
+    run: Run,
     pub url: String,
     pub dir: tempfile::TempDir,
 }
 
+/// Where a [`Server`] runs.
+enum Run {
+    /// A `husk serve` child process.
+    Process(Child),
+    /// `husk_server::serve::serve` on a thread of the test process; `stop`
+    /// is its stop (taken when it stops).
+    InProcess { stop: Option<oneshot::Sender<()>>, thread: Option<JoinHandle<anyhow::Result<()>>> },
+}
+
 impl Server {
-    /// Starts `husk serve` on `config` (written to a temp dir, where its
-    /// SQLite store lives too), with the env var `HUSK_TEST_TOKEN_B` set to
-    /// tenant b's token; waits for `/healthz`.
+    /// Serves `config` (written to a temp dir, where its SQLite store lives
+    /// too) inside the test process, as `husk serve --no-cache` would;
+    /// returns once the API is bound. Tenant b's `env:` token is the
+    /// variable `HUSK_TEST_TOKEN_B`, which `.cargo/config.toml` sets.
     pub fn start(config: &str) -> Self {
-        Self::start_in(tempfile::tempdir().unwrap(), config, &[])
+        Self::start_in(tempfile::tempdir().unwrap(), config)
     }
 
-    /// [`Server::start`] in `dir`, with more arguments.
-    pub fn start_in(dir: tempfile::TempDir, config: &str, args: &[&str]) -> Self {
+    /// [`Server::start`] in `dir` (a store left there by a server before).
+    pub fn start_in(dir: tempfile::TempDir, config: &str) -> Self {
+        let path = dir.path().join("husk.toml");
+        std::fs::write(&path, config).unwrap();
+        let options =
+            ServeOptions { config: path, listen: Some("127.0.0.1:0".into()), watch: false, default_cache: None };
+        let (stop, stopped) = oneshot::channel();
+        let (ready, bound) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            husk_server::serve::serve(&options, Stop::When(stopped), move |address| {
+                let _ = ready.send(address);
+            })
+        });
+        let Ok(address) = bound.recv() else {
+            // It stopped before it served: its error says why.
+            panic!("husk did not start: {:?}", thread.join().unwrap().err());
+        };
+        let run = Run::InProcess { stop: Some(stop), thread: Some(thread) };
+        Server { run, url: format!("http://{address}"), dir }
+    }
+
+    /// Starts a `husk serve` process on `config` (written to a temp dir,
+    /// where its SQLite store lives too), with the env var
+    /// `HUSK_TEST_TOKEN_B` set to tenant b's token; waits for `/healthz`.
+    pub fn process(config: &str) -> Self {
+        Self::process_in(tempfile::tempdir().unwrap(), config, &[])
+    }
+
+    /// [`Server::process`] in `dir`, with more arguments.
+    pub fn process_in(dir: tempfile::TempDir, config: &str, args: &[&str]) -> Self {
         Self::start_logging(dir, config, args, "info,husk::guest=off")
     }
 
-    /// [`Server::start_in`] with the log filter `rust_log`.
+    /// [`Server::process_in`] with the log filter `rust_log`.
     pub fn start_logging(dir: tempfile::TempDir, config: &str, args: &[&str], rust_log: &str) -> Self {
         let path = dir.path().join("husk.toml");
         std::fs::write(&path, config).unwrap();
@@ -72,7 +119,7 @@ impl Server {
             assert!(started.elapsed() < Duration::from_secs(60), "husk serve did not start:\n{log}");
             std::thread::sleep(Duration::from_millis(20));
         };
-        let server = Server { child, url, dir };
+        let server = Server { run: Run::Process(child), url, dir };
         server.wait_until("/healthz answers", |s| s.client(None).get("/healthz").is_ok());
         server
     }
@@ -90,28 +137,41 @@ impl Server {
         }
     }
 
+    /// The process's log (its stderr); an in-process server has none of
+    /// its own.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
+        match self.run {
+            Run::Process(_) => std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default(),
+            Run::InProcess { .. } => "(served in the test process: no log of its own)".into(),
+        }
+    }
+
+    fn child(&mut self) -> &mut Child {
+        match &mut self.run {
+            Run::Process(child) => child,
+            Run::InProcess { .. } => panic!("only a server started with Server::process is a process"),
+        }
     }
 
     /// Kills the process with SIGKILL (no shutdown at all).
     pub fn kill9(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
+        self.child().kill().unwrap();
+        self.child().wait().unwrap();
     }
 
     /// Sends SIGTERM and waits for the process to exit, for at most 60 s
     /// (then it is killed and the test fails); returns its exit status and
     /// its directory.
     pub fn terminate(mut self) -> (std::process::ExitStatus, tempfile::TempDir) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let pid = self.child().id();
+        let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
         let started = Instant::now();
         let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
+            if let Some(status) = self.child().try_wait().unwrap() {
                 break status;
             }
             if started.elapsed() > Duration::from_secs(60) {
-                let _ = self.child.kill();
+                let _ = self.child().kill();
                 panic!("husk serve still runs 60 s after SIGTERM:\n{}", self.log());
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -123,10 +183,25 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        match &mut self.run {
+            Run::Process(child) => {
+                if matches!(child.try_wait(), Ok(None)) {
+                    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+                }
+                let _ = child.wait();
+            }
+            Run::InProcess { stop, thread } => {
+                drop(stop.take());
+                if let Some(thread) = thread.take() {
+                    let stopped = thread.join();
+                    // A test that failed already says why; one that passed
+                    // must not hide a server that did not stop cleanly.
+                    if !std::thread::panicking() {
+                        stopped.expect("the server's thread panicked").expect("the server stopped cleanly");
+                    }
+                }
+            }
         }
-        let _ = self.child.wait();
     }
 }
 
@@ -485,7 +560,7 @@ fn watch_deploys_a_changed_plugin_file_and_refuses_a_broken_one() {
     let plugin = dir.path().join("quote.wasm");
     std::fs::copy(guest("quote-v1"), &plugin).unwrap();
     let text = config().replace(&guest("quote-v1").display().to_string(), &plugin.display().to_string());
-    let server = Server::start_in(dir, &text, &["--watch"]);
+    let server = Server::process_in(dir, &text, &["--watch"]);
     let a = server.client(Some(TOKEN_A));
     let versions = || a.get("/v1/topics/a-quote/plugins").unwrap()["versions"].clone();
     let v1 = versions()[0]["version"].clone();

@@ -47,7 +47,7 @@ retry = {{ kind = "none" }}
 /// Runs the three jobs on a server with `store_lines`; checks what the API
 /// shows; returns their ids, for a look into the store.
 fn run_through_the_api(store_lines: &str) -> (Server, [JobId; 3]) {
-    let server = Server::start(&config(store_lines));
+    let server = Server::process(&config(store_lines));
     let a = server.client(Some(TOKEN_A));
     let inputs = [json!({ "output": BINARY }), json!({ "text": SPACED }), json!({ "fault": BINARY })];
     let ids: Vec<Value> = inputs.iter().map(|input| enqueue(&a, "binary", input).unwrap()["id"].clone()).collect();

@@ -220,7 +220,7 @@ mapper_deadline = "1s"
 #[test]
 fn husk_serve_ends_jobs_and_mappers_blocked_in_host_calls_and_stops_at_sigterm() {
     use crate::api::{Server, TOKEN_A, enqueue, job_state};
-    let server = Server::start(&serve_config());
+    let server = Server::process(&serve_config());
     let a = server.client(Some(TOKEN_A));
     let ended = |topic: &str, input: Value| {
         let id = enqueue(&a, topic, &input).unwrap()["id"].clone();

@@ -76,7 +76,7 @@ fn max_concurrent_holds_across_three_processes_and_a_killed_ones_permits_come_ba
     let Some(url) = crate::rig::pg::url() else { return };
     let schema = TestSchema::new(url);
     let config = config(&format!("store = \"{url}\"\npostgres_schema = \"{}\"", schema.name));
-    let mut servers: Vec<Server> = (0..3).map(|_| Server::start(&config)).collect();
+    let mut servers: Vec<Server> = (0..3).map(|_| Server::process(&config)).collect();
     let store = schema.open();
     let a = servers[1].client(Some(TOKEN_A));
     const JOBS: usize = 120;
@@ -142,7 +142,7 @@ plugin = "{sleeper}"
         hash = token_hash(TOKEN_A),
         sleeper = guest("sleeper").display(),
     );
-    let servers: Vec<Server> = (0..3).map(|_| Server::start(&config)).collect();
+    let servers: Vec<Server> = (0..3).map(|_| Server::process(&config)).collect();
     // Paused: the jobs stay live, so each one admitted counts.
     servers[0].client(Some(TOKEN_A)).post("/v1/topics/held/pause", None, &[]).unwrap();
     // Six threads, two per process, each enqueueing 10 at once.

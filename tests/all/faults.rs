@@ -205,7 +205,8 @@ fn a_postgres_restart_mid_run_loses_and_duplicates_nothing() {
         return;
     }
     let pg = OwnPostgres::start();
-    let server = Server::start(&config(&format!("store = \"{}\"", pg.url)));
+    // A process: its log counts the reconnects.
+    let server = Server::process(&config(&format!("store = \"{}\"", pg.url)));
     let a = server.client(Some(TOKEN_A));
     // Jobs of 20 ms on two workers: about two seconds of work, running
     // when the server goes down.

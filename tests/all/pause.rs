@@ -84,7 +84,7 @@ fn wait_all_completed(on: &Server, ids: &[Value]) {
 
 #[test]
 fn a_paused_topic_keeps_its_jobs_across_a_restart_until_resumed() {
-    let server = Server::start(&config(r#"store = "husk.db""#));
+    let server = Server::process(&config(r#"store = "husk.db""#));
     assert_eq!(husk(&server, &["pause", "held"]), "topic held: paused\n");
     assert_eq!(husk(&server, &["pause", "held"]), "topic held: already paused\n");
     let other = server.client(Some(TOKEN_OTHER));
@@ -100,7 +100,7 @@ fn a_paused_topic_keeps_its_jobs_across_a_restart_until_resumed() {
     // The pause is the store's: a restart keeps it.
     let (status, dir) = server.terminate();
     assert!(status.success());
-    let server = Server::start_in(dir, &config(r#"store = "husk.db""#), &[]);
+    let server = Server::process_in(dir, &config(r#"store = "husk.db""#), &[]);
     let more = enqueue_while_paused(&server, 1);
     assert_eq!(topic_view(&server, "held")["paused"], true);
 
@@ -116,7 +116,7 @@ fn a_pause_on_one_process_holds_the_topic_on_every_process_sharing_postgres() {
     let Some(url) = crate::rig::pg::url() else { return };
     let schema = TestSchema::new(url);
     let config = config(&format!("store = \"{url}\"\npostgres_schema = \"{}\"", schema.name));
-    let servers: Vec<Server> = (0..3).map(|_| Server::start(&config)).collect();
+    let servers: Vec<Server> = (0..3).map(|_| Server::process(&config)).collect();
     assert_eq!(husk(&servers[0], &["pause", "held"]), "topic held: paused\n");
     // Enqueued through another process, whose workers are fetching too.
     let held = enqueue_while_paused(&servers[1], 6);

@@ -169,7 +169,7 @@ fn nested(depth: usize) -> String {
 fn json_of_any_depth_is_shown_by_every_reader_and_the_stream_goes_past_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
-    let server = Server::start_in(dir, &config, &[]);
+    let server = Server::start_in(dir, &config);
     let client = server.client(Some(TOKEN_A));
     let mut jobs = Vec::new();
     for depth in [128, 1_000, 100_000] {

@@ -98,7 +98,7 @@ fn watch_refuses_a_precompiled_file_even_with_allow_precompiled() {
     let plugin = dir.path().join("quote.wasm");
     std::fs::copy(guest("quote-v1"), &plugin).unwrap();
     let text = crate::api::config().replace(&guest("quote-v1").display().to_string(), &plugin.display().to_string());
-    let server = Server::start_in(dir, &format!("allow_precompiled = true\n{text}"), &["--watch"]);
+    let server = Server::process_in(dir, &format!("allow_precompiled = true\n{text}"), &["--watch"]);
     let a = server.client(Some(crate::api::TOKEN_A));
     let versions = || a.get("/v1/topics/a-quote/plugins").unwrap()["versions"].clone();
     let (genuine, _) = artifacts(&sandbox());

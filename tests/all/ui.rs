@@ -499,7 +499,7 @@ fn a_pages_event_stream_tells_of_its_own_topics_outcomes_only() {
 /// hold the graceful shutdown forever).
 #[test]
 fn sigterm_ends_an_open_event_stream_and_the_server_stops() {
-    let server = Server::start(&config());
+    let server = Server::process(&config());
     let mut browser = Browser::new(&server);
     assert_eq!(browser.sign_in(TOKEN_A).status, 303);
     let events = browser.open("/ui/events");

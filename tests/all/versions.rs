@@ -61,7 +61,7 @@ fn quote_version(server: &Server) -> Value {
 fn a_deploy_survives_a_restart_and_a_changed_config_file_is_an_explicit_deploy() {
     let (v1, v2) = (digest_of("quote-v1"), digest_of("quote-v2"));
     let sqlite = r#"store = "husk.db""#;
-    let server = Server::start(&config(sqlite, "quote-v1"));
+    let server = Server::process(&config(sqlite, "quote-v1"));
     let a = server.client(Some(TOKEN_A));
     let body = std::fs::read(guest("quote-v2")).unwrap();
     let deployed = a.post("/v1/topics/quote/plugins", Some((&body, "application/wasm")), &[]).unwrap();
@@ -70,7 +70,7 @@ fn a_deploy_survives_a_restart_and_a_changed_config_file_is_an_explicit_deploy()
 
     let (status, dir) = server.terminate();
     assert!(status.success());
-    let server = Server::start_in(dir, &config(sqlite, "quote-v1"), &[]);
+    let server = Server::process_in(dir, &config(sqlite, "quote-v1"), &[]);
     assert_eq!(running_version(&server), json!(v2), "the deployed version, not the config's file");
     assert_eq!(quote_version(&server), "v2");
     let versions = kept(&server);
@@ -86,7 +86,7 @@ fn a_deploy_survives_a_restart_and_a_changed_config_file_is_an_explicit_deploy()
     assert_eq!(rolled["version"], json!(v1));
     let (status, dir) = server.terminate();
     assert!(status.success());
-    let server = Server::start_in(dir, &config(sqlite, "quote-v1"), &[]);
+    let server = Server::process_in(dir, &config(sqlite, "quote-v1"), &[]);
     assert_eq!(running_version(&server), json!(v1));
     assert_eq!(kept(&server)[0]["origin"], "rollback");
 
@@ -94,7 +94,7 @@ fn a_deploy_survives_a_restart_and_a_changed_config_file_is_an_explicit_deploy()
     // the log says so.
     let (status, dir) = server.terminate();
     assert!(status.success());
-    let server = Server::start_in(dir, &config(sqlite, "quote-v2"), &[]);
+    let server = Server::process_in(dir, &config(sqlite, "quote-v2"), &[]);
     assert_eq!(running_version(&server), json!(v2));
     assert_eq!(kept(&server)[0]["origin"], "config");
     let log = server.log();
@@ -108,7 +108,7 @@ fn three_processes_on_postgres_follow_a_deploy_and_a_rollback_made_through_one()
     let Some(url) = crate::rig::pg::url() else { return };
     let schema = TestSchema::new(url);
     let config = config(&format!("store = \"{url}\"\npostgres_schema = \"{}\"", schema.name), "quote-v1");
-    let servers: Vec<Server> = (0..3).map(|_| Server::start(&config)).collect();
+    let servers: Vec<Server> = (0..3).map(|_| Server::process(&config)).collect();
     let (v1, v2) = (digest_of("quote-v1"), digest_of("quote-v2"));
     for server in &servers {
         assert_eq!(running_version(server), json!(v1));

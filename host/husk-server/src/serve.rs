@@ -1,8 +1,9 @@
 //! `husk serve`: the dispatcher, the worker pools of every topic in a config
-//! file and the HTTP API in one process, until SIGINT or SIGTERM; then a
-//! graceful shutdown. With `--watch`, a topic's plugin file that changes is
+//! file and the HTTP API in one process, until SIGINT or SIGTERM (or, served
+//! inside another program, until it says stop); then a graceful shutdown. With `--watch`, a topic's plugin file that changes is
 //! deployed as a new version.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,6 +94,17 @@ fn tenants(config: &Config, file: &Path) -> Result<Tenants, ConfigError> {
     Ok(Tenants::new(hashes).with_viewers(read_only, operators))
 }
 
+/// What tells a served husk to stop.
+#[derive(Debug)]
+pub enum Stop {
+    /// SIGINT or SIGTERM (`husk serve`); the handlers are installed before
+    /// any worker starts.
+    Signals,
+    /// A value on this channel, or its sender dropped: husk served inside
+    /// another program (the tests run most of the API's this way).
+    When(tokio::sync::oneshot::Receiver<()>),
+}
+
 /// Runs husk as configured until SIGINT or SIGTERM.
 ///
 /// # Errors
@@ -101,6 +113,17 @@ fn tenants(config: &Config, file: &Path) -> Result<Tenants, ConfigError> {
 /// (nothing is started then), or when the signal handlers cannot be
 /// installed.
 pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
+    serve(options, Stop::Signals, |_| ())
+}
+
+/// Runs husk as configured until `stop`, then shuts down as after a
+/// signal. `ready` gets the API's address once it is bound and every topic
+/// started, before the first request is answered.
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn serve(options: &ServeOptions, stop: Stop, ready: impl FnOnce(SocketAddr)) -> anyhow::Result<()> {
     let config_path = &options.config;
     let config = Config::load(config_path)?;
     let base = config_path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -119,9 +142,12 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
     let address = listener.local_addr().context("reading the listen address")?;
     // Before any worker starts: a SIGTERM that arrived between the first
     // claim and the handler would kill the process with jobs still locked.
-    let signals = {
-        let _runtime = runtime.enter();
-        Signals::install()?
+    let stop = match stop {
+        Stop::Signals => {
+            let _runtime = runtime.enter();
+            StopSource::Signals(Signals::install()?)
+        }
+        Stop::When(receiver) => StopSource::Channel(receiver),
     };
     let store = config.open_store(base)?;
     let metrics = Arc::new(Metrics::new());
@@ -170,12 +196,13 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
         pid = std::process::id(),
         "husk serving on http://{address}"
     );
+    ready(address);
     let signal = runtime.block_on(async {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let shutdown = {
             let feed = feed.clone();
             async move {
-                let signal = signals.next().await;
+                let signal = stop.next().await;
                 // Long-polls and event streams end now; the rest of the
                 // open requests get `CONNECTIONS_DRAIN`.
                 feed.close();
@@ -209,6 +236,25 @@ pub fn run(options: &ServeOptions) -> anyhow::Result<()> {
         "husk stopped"
     );
     Ok(())
+}
+
+/// Where the stop comes from.
+enum StopSource {
+    Signals(Signals),
+    Channel(tokio::sync::oneshot::Receiver<()>),
+}
+
+impl StopSource {
+    /// Waits for the stop; returns what it was.
+    async fn next(self) -> anyhow::Result<&'static str> {
+        match self {
+            Self::Signals(signals) => signals.next().await,
+            Self::Channel(receiver) => {
+                let _ = receiver.await;
+                Ok("stop")
+            }
+        }
+    }
 }
 
 /// The handlers of SIGINT (Ctrl-C) and SIGTERM, installed when made (not
