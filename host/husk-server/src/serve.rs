@@ -1,7 +1,8 @@
 //! `husk serve`: the dispatcher, the worker pools of every topic in a config
 //! file and the HTTP API in one process, until SIGINT or SIGTERM (or, served
-//! inside another program, until it says stop); then a graceful shutdown. With `--watch`, a topic's plugin file that changes is
-//! deployed as a new version.
+//! inside another program, until it says stop); then a graceful shutdown.
+//! With `--watch`, a topic's plugin file that changes is deployed as a new
+//! version.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

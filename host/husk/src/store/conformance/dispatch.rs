@@ -200,7 +200,8 @@ pub fn a_waiting_fetch_wakes_at_the_nearest_gate(backend: &dyn Backend) {
             tx.send(jobs.unwrap()).unwrap();
         });
         assert!(counted.next_look(0, &rx).is_none(), "found a job before any gate");
-        // The clock's move wakes the fetcher: it looks, finds nothing due, and sleeps again.
+        // The clock's move wakes the fetcher: it looks, finds nothing due,
+        // and sleeps again.
         rig.clock.advance(Duration::from_secs(9));
         assert!(counted.next_look(1, &rx).is_none(), "woke before the gate");
         rig.clock.advance(Duration::from_secs(1));
