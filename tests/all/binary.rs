@@ -47,7 +47,7 @@ retry = {{ kind = "none" }}
 /// Runs the three jobs on a server with `store_lines`; checks what the API
 /// shows; returns their ids, for a look into the store.
 fn run_through_the_api(store_lines: &str) -> (Server, [JobId; 3]) {
-    let server = Server::process(&config(store_lines));
+    let server = Server::start(&config(store_lines));
     let a = server.client(Some(TOKEN_A));
     let inputs = [json!({ "output": BINARY }), json!({ "text": SPACED }), json!({ "fault": BINARY })];
     let ids: Vec<Value> = inputs.iter().map(|input| enqueue(&a, "binary", input).unwrap()["id"].clone()).collect();
@@ -86,8 +86,7 @@ fn binary_outputs_round_trip_on_the_memory_store() {
 #[test]
 fn binary_outputs_round_trip_on_sqlite() {
     let (server, ids) = run_through_the_api(r#"store = "husk.db""#);
-    let (status, dir) = server.terminate();
-    assert!(status.success());
+    let dir = server.stop();
     let store = husk_sqlite::SqliteStore::open(&dir.path().join("husk.db"), husk_sqlite::Durability::Normal).unwrap();
     check_store(&store, ids);
 }

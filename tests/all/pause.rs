@@ -84,7 +84,7 @@ fn wait_all_completed(on: &Server, ids: &[Value]) {
 
 #[test]
 fn a_paused_topic_keeps_its_jobs_across_a_restart_until_resumed() {
-    let server = Server::process(&config(r#"store = "husk.db""#));
+    let server = Server::start(&config(r#"store = "husk.db""#));
     assert_eq!(husk(&server, &["pause", "held"]), "topic held: paused\n");
     assert_eq!(husk(&server, &["pause", "held"]), "topic held: already paused\n");
     let other = server.client(Some(TOKEN_OTHER));
@@ -98,9 +98,7 @@ fn a_paused_topic_keeps_its_jobs_across_a_restart_until_resumed() {
     assert!(listed.lines().any(|l| l.starts_with("held") && l.ends_with("paused")), "{listed}");
 
     // The pause is the store's: a restart keeps it.
-    let (status, dir) = server.terminate();
-    assert!(status.success());
-    let server = Server::process_in(dir, &config(r#"store = "husk.db""#), &[]);
+    let server = Server::start_in(server.stop(), &config(r#"store = "husk.db""#));
     let more = enqueue_while_paused(&server, 1);
     assert_eq!(topic_view(&server, "held")["paused"], true);
 
