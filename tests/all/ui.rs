@@ -294,7 +294,14 @@ fn job_data_is_rendered_as_text_and_an_operator_sees_every_tenant() {
     assert_eq!(page.status, 200);
     assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "shown as text:\n{}", page.body);
     assert!(!page.body.contains(script), "never as markup");
-    let overview = operator.get("/ui");
+    // The job's report, then the return of its concurrency permit and the
+    // delivery of its outcome to the page's counts: the API shows it ended
+    // at the first, the overview counts it after the last.
+    let mut overview = operator.get("/ui");
+    server.wait_until("the overview counts the ended job", |_| {
+        overview = operator.get("/ui");
+        overview.body.contains("0 / 4") && overview.body.contains(r#"<td class="n failed-hour">1</td>"#)
+    });
     assert!(
         overview.body.contains("a-flaky") && overview.body.contains("b-flaky") && overview.body.contains("operator")
     );
