@@ -2,8 +2,9 @@
 //! permits are leased from the store, so three processes of four workers
 //! each never run more than the limit together (in the runs the store
 //! records, and in permits leased, sampled meanwhile), and a process killed
-//! with SIGKILL gives its permits back when its lease expires. `max_queued` is counted in the store: enqueues racing on three
-//! processes admit exactly the limit.
+//! with SIGKILL gives its permits back when its lease expires. `max_queued`
+//! is counted in the store: enqueues racing on three processes admit exactly
+//! the limit.
 
 use std::time::{Duration, Instant, SystemTime};
 
