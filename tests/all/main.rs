@@ -1,6 +1,6 @@
 //! husk's integration tests: one binary, one module per concept, with the
 //! shared helpers in `support`. Guest fixtures are the components in
-//! `examples/`, built by `host/build.rs`.
+//! `examples/`, built by `host/husk-cli/build.rs`.
 
 #![allow(unreachable_pub, reason = "helpers of a test binary, shared between its modules")]
 

@@ -154,7 +154,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for GuestLogs {
 /// `target/guests/<language>/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Language {
-    /// Rust, through `husk-guest` (built by host/build.rs).
+    /// Rust, through `husk-guest` (built by host/husk-cli/build.rs).
     Rust,
     /// Python, through componentize-py.
     Python,

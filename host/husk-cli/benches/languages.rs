@@ -4,7 +4,7 @@
 //! allocator (copy-on-write memory images) plus execute — as p50/p99.
 //!
 //! `scripts/build-guests` first (the Python, JavaScript, C and Go examples),
-//! then `cargo bench -p husk-host --bench languages [-- RUNS]` (default
+//! then `cargo bench -p husk-cli --bench languages [-- RUNS]` (default
 //! 1,000 jobs per language; one job at a time on one thread).
 
 use std::path::{Path, PathBuf};

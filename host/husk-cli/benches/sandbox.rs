@@ -2,7 +2,7 @@
 //! (the per-job cost husk adds), and loading a component compiled versus
 //! from the compile cache.
 //!
-//! `cargo bench -p husk-host --bench sandbox`. Before criterion's groups it
+//! `cargo bench -p husk-cli --bench sandbox`. Before criterion's groups it
 //! prints per-job latency percentiles over 20,000 sequential jobs, timed one
 //! by one (criterion reports means of batches).
 

@@ -4,7 +4,7 @@
 //! and without a quota for comparison. Memory store, so the figure is the
 //! host's own isolation, not a database's.
 //!
-//! `cargo bench -p husk-host --bench tenants [-- JOBS]` (default 100,000 B
+//! `cargo bench -p husk-cli --bench tenants [-- JOBS]` (default 100,000 B
 //! jobs per run, 3 runs per setting; prints jobs/s and the ratio to alone).
 
 use std::sync::Arc;

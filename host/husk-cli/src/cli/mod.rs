@@ -92,7 +92,7 @@ enum Command {
     Pause(TopicArgs),
     /// Resume a paused topic.
     Resume(TopicArgs),
-    /// Create a working operation project (Rust, Python, JavaScript or C)
+    /// Create a working operation project (Rust, Python, JavaScript, C or Go)
     /// from a template: `./build.sh`, then `husk run <name>.wasm`.
     New(NewArgs),
     /// Guest SDK tooling: the WIT contract, C bindings, and wrapping a core

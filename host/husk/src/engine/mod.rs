@@ -32,8 +32,8 @@ pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(10);
 /// - `max_wasm_stack`: 512 KiB of native stack for WebAssembly frames;
 /// - `memory_keep_resident`: 128 KiB — the low bytes of each linear memory
 ///   that are reset with `memset` and stay resident between jobs, instead of
-///   being returned to the kernel and faulted in again (see the README's
-///   performance section);
+///   being returned to the kernel and faulted in again (see
+///   `docs/performance.md`);
 /// - `pagemap_scan`: `true` — reset only the pages a job dirtied, up to
 ///   `memory_keep_resident`, found with the `PAGEMAP_SCAN` ioctl where the
 ///   kernel has it (Linux 6.7+; elsewhere the whole kept-resident range is
