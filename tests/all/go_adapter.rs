@@ -6,18 +6,20 @@
 
 use std::time::Duration;
 
+use husk::engine::Engine;
 use husk::fault::codes;
 use husk::plugin::{Plugin, World};
 use husk::sandbox::{Ending, Limits, Sandbox};
 use serde_json::{Value, json};
 
-use crate::support::{GuestLogs, Language, fault, fuel_sandbox, output, run_with};
+use crate::support::{GuestLogs, Language, cached_config, fault, output, run_with};
 
 /// The probe and a sandbox, or `None` without a Go toolchain (outside CI).
 fn probe() -> Option<(Sandbox, Plugin)> {
     let path = Language::Go.guest("probe")?;
     // Fuel metered, for the fuel test; unlimited where a test sets none.
-    let sandbox = fuel_sandbox();
+    // The shared compile cache: the probe takes seconds to compile.
+    let sandbox = Sandbox::new(Engine::new(cached_config().with_fuel(true)).unwrap()).unwrap();
     let plugin = sandbox.load(&path, World::Operation).unwrap();
     Some((sandbox, plugin))
 }

@@ -7,12 +7,11 @@
 //! (installing a missing toolchain); see `Language::guest`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use husk::contract::{BusinessError, Classification};
-use husk::engine::{Engine, EngineConfig};
+use husk::engine::Engine;
 use husk::fault::Fault;
 use husk::outcome::Outcome;
 use husk::plugin::World;
@@ -21,19 +20,12 @@ use husk::sandbox::{Ending, Limits, Sandbox};
 use husk::{Host, MapperSpec, PluginSource, Topic};
 use serde_json::{Value, json};
 
-use crate::support::{GuestLogs, Language, MAPPER_DEADLINE, job, mapper_limits, test_config};
+use crate::support::{GuestLogs, Language, MAPPER_DEADLINE, cached_config, job, mapper_limits};
 use crate::support_sink::WaitingSink;
 
 const PATIENCE: Duration = Duration::from_secs(120);
 const MAX_ATTEMPTS: u32 = 4;
 const RUNAWAY_ATTEMPTS: u32 = 2;
-
-/// An engine config sharing one compile cache across the tests: the
-/// Python and JavaScript components take seconds to compile.
-fn cached_config() -> EngineConfig {
-    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/guests/compile-cache");
-    test_config().with_cache_dir(Some(cache))
-}
 
 /// What a job must end as.
 #[derive(Debug)]

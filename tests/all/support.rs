@@ -23,6 +23,19 @@ pub fn test_config() -> EngineConfig {
     EngineConfig::default().with_max_instances(8)
 }
 
+/// An engine config sharing one compile cache across the tests, and across
+/// runs: the Python and JavaScript components take seconds to compile. It is
+/// the cache `husk run` uses (`~/.cache/husk`, where the scaffold tests'
+/// components land too), so it outlives a clean clone's target dir as the
+/// guest toolchains beside it do; its entries are keyed by the component's
+/// SHA-256 and the engine's compatibility hash.
+pub fn cached_config() -> EngineConfig {
+    let cache = husk_cli::cli::default_cache_dir().unwrap_or_else(|| {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/guests/compile-cache")
+    });
+    test_config().with_cache_dir(Some(cache))
+}
+
 /// A sandbox whose engine ticks by itself every 10 ms.
 pub fn sandbox() -> Sandbox {
     Sandbox::new(Engine::new(test_config()).unwrap()).unwrap()
