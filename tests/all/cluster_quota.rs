@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use husk::store::JobStore;
+use husk::store::{JobStore, PermitLease, Shared};
 use husk_server::tokens::token_hash;
 use serde_json::json;
 
@@ -182,20 +182,21 @@ fn leases_count_other_holders_until_they_expire() {
     let store = schema.open();
     let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
     let until = t0 + Duration::from_secs(10);
+    let lease = |tenant, holder, held, want, until| PermitLease { tenant, holder, held, want, limit: 3, until };
     // Limit 3: p takes 2, q asks 2 and gets the 1 left, p asks more and
     // gets none; another tenant's limit is its own.
-    assert_eq!(store.acquire_permits("a", "p", 0, 2, 3, until, t0).unwrap(), 2);
-    assert_eq!(store.acquire_permits("a", "q", 0, 2, 3, until, t0).unwrap(), 1);
-    assert_eq!(store.acquire_permits("a", "p", 2, 1, 3, until, t0).unwrap(), 0);
-    assert_eq!(store.acquire_permits("b", "p", 0, 3, 3, until, t0).unwrap(), 3);
+    assert_eq!(store.acquire_permits(&lease("a", "p", 0, 2, until), t0).unwrap(), 2);
+    assert_eq!(store.acquire_permits(&lease("a", "q", 0, 2, until), t0).unwrap(), 1);
+    assert_eq!(store.acquire_permits(&lease("a", "p", 2, 1, until), t0).unwrap(), 0);
+    assert_eq!(store.acquire_permits(&lease("b", "p", 0, 3, until), t0).unwrap(), 3);
     assert_eq!(store.permits_leased("a", t0).unwrap(), 3);
     // p gives one back: q gets it.
     store.release_permits("a", "p", 1, until).unwrap();
-    assert_eq!(store.acquire_permits("a", "q", 1, 5, 3, until, t0).unwrap(), 1);
+    assert_eq!(store.acquire_permits(&lease("a", "q", 1, 5, until), t0).unwrap(), 1);
     // q stops renewing (killed): once its lease expires, p gets its permits.
     let later = t0 + Duration::from_secs(5);
-    assert_eq!(store.acquire_permits("a", "p", 1, 5, 3, later + Duration::from_secs(10), later).unwrap(), 0);
+    assert_eq!(store.acquire_permits(&lease("a", "p", 1, 5, later + Duration::from_secs(10)), later).unwrap(), 0);
     let after = until + Duration::from_millis(1);
     assert_eq!(store.permits_leased("a", after).unwrap(), 1, "only p's renewed lease counts");
-    assert_eq!(store.acquire_permits("a", "p", 1, 5, 3, after + Duration::from_secs(10), after).unwrap(), 2);
+    assert_eq!(store.acquire_permits(&lease("a", "p", 1, 5, after + Duration::from_secs(10)), after).unwrap(), 2);
 }

@@ -35,8 +35,8 @@ const ENDED: JobId = JobId(2);
 /// The upgraded store shows the old jobs without history, and works: keys
 /// and histories are kept, topics pause.
 fn check_upgraded(store: &dyn JobStore) {
-    assert!(store.set_paused("p", true).unwrap());
-    assert_eq!(store.paused().unwrap(), ["p"]);
+    assert!(store.pauses().unwrap().set_paused("p", true).unwrap());
+    assert_eq!(store.pauses().unwrap().paused().unwrap(), ["p"]);
     let queued = store.get(QUEUED).unwrap().expect("the queued job is kept");
     assert_eq!((queued.state, queued.attempt, queued.attempts.len()), (JobState::Queued, 1, 0));
     let ended = store.get(ENDED).unwrap().expect("the ended job is kept");

@@ -1,16 +1,59 @@
 //! The backends the store conformance suite (`husk::store::conformance`)
 //! and the dispatcher's property tests run on: the memory store, SQLite in a
-//! temporary directory, PostgreSQL in a schema of its own per test.
+//! temporary directory, PostgreSQL in a schema of its own per test, and a
+//! store that is a queue and nothing more ([`CoreOnly`]).
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
-use husk::store::MemoryStore;
+use husk::outcome::TerminalOutcome;
 pub use husk::store::conformance::{Fresh, LOCK, Rig, rules};
+use husk::store::{
+    CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobStore, Lock, MemoryStore, NewJob,
+    Report, Reported, StoreError,
+};
 use husk_sqlite::{Durability, SqliteStore};
 
 /// A fresh memory store.
 pub fn memory() -> Fresh {
     Fresh::new(Arc::new(MemoryStore::new()), ())
+}
+
+/// A fresh store that implements [`JobStore`] alone: no listing, no
+/// incidents, no pauses, no pruning, no kept versions, not shared.
+pub fn core_only() -> Fresh {
+    Fresh::new(Arc::new(CoreOnly(MemoryStore::new())), ())
+}
+
+/// A store written from the queue's contract alone: the memory store's
+/// queue, with [`JobStore::supports`] left at its default (nothing).
+pub struct CoreOnly(pub MemoryStore);
+
+impl JobStore for CoreOnly {
+    fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
+        self.0.enqueue(jobs, now)
+    }
+    fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
+        self.0.fetch_and_lock(request, now)
+    }
+    fn report(&self, reports: Vec<(Lock, Report)>, now: SystemTime) -> Result<Vec<Reported>, StoreError> {
+        self.0.report(reports, now)
+    }
+    fn extend_lock(&self, lock: Lock, until: SystemTime, now: SystemTime) -> Result<bool, StoreError> {
+        self.0.extend_lock(lock, until, now)
+    }
+    fn cancel(&self, id: JobId, now: SystemTime) -> Result<CancelResult, StoreError> {
+        self.0.cancel(id, now)
+    }
+    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
+        self.0.get(id)
+    }
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
+        self.0.outcomes_after(after, limit)
+    }
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
+        self.0.depths()
+    }
 }
 
 /// A fresh SQLite store in a temporary directory.

@@ -9,7 +9,7 @@ use husk::fault::Fault;
 use husk::outcome::Outcome;
 use husk::retry::RetryPolicySpec;
 use husk::store::{
-    AttemptRun, Enqueued, FetchRequest, JobId, JobState, JobStore, MemoryStore, NewJob, Report, Reported,
+    AttemptRun, Enqueued, FetchRequest, Incidents, JobId, JobState, JobStore, MemoryStore, NewJob, Report, Reported,
 };
 use husk_sqlite::{Durability, SqliteStore};
 
@@ -63,7 +63,7 @@ fn retention_forgets_old_outcomes_but_keeps_open_incidents() {
     let kept = store.get(incident).unwrap().unwrap();
     assert_eq!(kept.state, JobState::Terminal);
     assert!(matches!(kept.outcome.unwrap().outcome, Outcome::Failed { .. }));
-    assert_eq!(store.incidents().unwrap().len(), 1);
+    assert_eq!(store.open_incidents().unwrap().len(), 1);
     assert_eq!(store.outcomes_after(0, 10).unwrap().len(), 2);
 }
 

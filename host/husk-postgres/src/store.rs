@@ -9,6 +9,9 @@ use husk::store::sql::{
     Expired, LiveRow, QUEUED, RUNNING, depths_of, millis, prune_candidates, prune_cutoffs, stored_version,
 };
 use husk::store::{
+    Behaviour, Incidents, Pauses, PermitLease, Pruning, Queries, Shared, Supports, VersionToKeep, Versions,
+};
+use husk::store::{
     CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
     ListFilter, Lock, NewJob, Pruned, QueueCap, Report, Reported, Retention, RetryIncidentResult, StoreError,
     StoreEvents, StoredVersion, TopicVersion,
@@ -116,6 +119,23 @@ impl PostgresStore {
 }
 
 impl JobStore for PostgresStore {
+    /// A commit waits for its WAL flush, which one transaction of every
+    /// worker's reports shares.
+    fn behaviour(&self) -> Behaviour {
+        Behaviour { commits_wait_for_a_flush: true, ..Behaviour::default() }
+    }
+
+    fn supports(&self) -> Supports<'_> {
+        Supports {
+            queries: Some(self),
+            incidents: Some(self),
+            pauses: Some(self),
+            pruning: Some(self),
+            versions: Some(self),
+            shared: Some(self),
+        }
+    }
+
     fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
         if jobs.is_empty() {
             return Ok(Vec::new());
@@ -141,30 +161,6 @@ impl JobStore for PostgresStore {
                 }
             }
             Ok(inserted.results)
-        })
-    }
-
-    fn enqueue_capped(&self, jobs: Vec<NewJob>, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
-        self.run("enqueue", |tx| {
-            // A transaction-scoped lock per tenant: its capped enqueues, in
-            // every process, count and insert one after another. Each state
-            // is counted on its own partial index.
-            tx.execute("SELECT pg_advisory_xact_lock(1752331117, hashtext($1))", &[&cap.tenant])?;
-            let row = tx.query_one(
-                "SELECT (SELECT count(*) FROM husk_jobs WHERE state = 0 AND topic = ANY($1))
-                      + (SELECT count(*) FROM husk_jobs WHERE state = 1 AND topic = ANY($1))
-                      + (SELECT count(*) FROM husk_jobs WHERE state = 2 AND topic = ANY($1))",
-                &[&cap.topics],
-            )?;
-            let live = row.get::<_, i64>(0).max(0) as u64;
-            if live + jobs.len() as u64 > cap.max {
-                return Ok(Capped::Full { live });
-            }
-            let inserted = insert_jobs(&mut |sql, params| tx.query(sql, params), &jobs, now)?;
-            for (topic, jobs) in elsewhere(&inserted.fetchable, &self.waiting_here()) {
-                tx.wake_topic(topic, jobs);
-            }
-            Ok(Capped::Enqueued(inserted.results))
         })
     }
 
@@ -222,41 +218,32 @@ impl JobStore for PostgresStore {
         })
     }
 
-    fn retry_incident(&self, id: JobId, _now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
-        self.run("retry incident", |tx| {
-            let id = id.0 as i64;
-            let incident = tx.query_opt(
-                "SELECT seq, generation FROM husk_outcomes WHERE job_id = $1 AND open_incident FOR UPDATE",
-                &[&id],
-            )?;
-            let Some(incident) = incident else {
-                let known: bool = tx
-                    .query_one(
-                        "SELECT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = $1)
-                             OR EXISTS (SELECT 1 FROM husk_jobs WHERE id = $1)",
-                        &[&id],
-                    )?
-                    .get(0);
-                return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
-            };
-            let (seq, generation): (i64, i32) = (incident.get(0), incident.get(1));
-            tx.execute(
-                "INSERT INTO husk_jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at,
-                                        history)
-                 SELECT job_id, $2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at, history
-                 FROM husk_outcomes WHERE seq = $1",
-                &[&seq, &generation],
-            )?;
-            tx.execute("UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE seq = $1", &[&seq])?;
-            tx.wake_fetchers();
-            Ok(RetryIncidentResult::Requeued)
-        })
-    }
-
     fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
         self.run("get", |tx| get_record(tx, id.0 as i64, true))
     }
 
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
+        self.run("outcomes", |tx| {
+            // Only up to what every writer has committed, read first.
+            let committed = sequence::committed(tx)?;
+            let rows = tx.query(
+                select_outcomes!("WHERE seq > $1 AND seq <= $3 ORDER BY seq LIMIT $2"),
+                &[&(after as i64), &(limit as i64), &committed],
+            )?;
+            Ok(rows.iter().map(|r| outcome_row(r).map(|(o, _, _)| o)).collect::<Result<_, _>>()?)
+        })
+    }
+
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
+        self.run("depths", |tx| {
+            let rows =
+                tx.query("SELECT topic, state, count(*) FROM husk_jobs GROUP BY topic, state ORDER BY topic", &[])?;
+            Ok(depths_of(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()))
+        })
+    }
+}
+
+impl Queries for PostgresStore {
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
         let limit = filter.limit.unwrap_or(100) as i64;
         let before = filter.before.map(|id| id.0 as i64);
@@ -308,13 +295,6 @@ impl JobStore for PostgresStore {
         })
     }
 
-    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
-        self.run("incidents", |tx| {
-            let rows = tx.query(select_outcomes!("WHERE open_incident ORDER BY job_id"), &[])?;
-            Ok(rows.iter().map(record_of).collect::<Result<_, _>>()?)
-        })
-    }
-
     fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
         self.autocommit("input", |query| {
             let rows = query(
@@ -326,27 +306,70 @@ impl JobStore for PostgresStore {
             Ok(rows.first().map(|row| row.get(0)))
         })
     }
+}
 
-    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
-        self.run("outcomes", |tx| {
-            // Only up to what every writer has committed, read first.
-            let committed = sequence::committed(tx)?;
-            let rows = tx.query(
-                select_outcomes!("WHERE seq > $1 AND seq <= $3 ORDER BY seq LIMIT $2"),
-                &[&(after as i64), &(limit as i64), &committed],
+impl Incidents for PostgresStore {
+    fn retry_incident(&self, id: JobId, _now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
+        self.run("retry incident", |tx| {
+            let id = id.0 as i64;
+            let incident = tx.query_opt(
+                "SELECT seq, generation FROM husk_outcomes WHERE job_id = $1 AND open_incident FOR UPDATE",
+                &[&id],
             )?;
-            Ok(rows.iter().map(|r| outcome_row(r).map(|(o, _, _)| o)).collect::<Result<_, _>>()?)
+            let Some(incident) = incident else {
+                let known: bool = tx
+                    .query_one(
+                        "SELECT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = $1)
+                             OR EXISTS (SELECT 1 FROM husk_jobs WHERE id = $1)",
+                        &[&id],
+                    )?
+                    .get(0);
+                return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
+            };
+            let (seq, generation): (i64, i32) = (incident.get(0), incident.get(1));
+            tx.execute(
+                "INSERT INTO husk_jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at,
+                                        history)
+                 SELECT job_id, $2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at, history
+                 FROM husk_outcomes WHERE seq = $1",
+                &[&seq, &generation],
+            )?;
+            tx.execute("UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE seq = $1", &[&seq])?;
+            tx.wake_fetchers();
+            Ok(RetryIncidentResult::Requeued)
         })
     }
 
-    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
-        self.run("depths", |tx| {
-            let rows =
-                tx.query("SELECT topic, state, count(*) FROM husk_jobs GROUP BY topic, state ORDER BY topic", &[])?;
-            Ok(depths_of(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()))
+    fn open_incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
+        self.run("incidents", |tx| {
+            let rows = tx.query(select_outcomes!("WHERE open_incident ORDER BY job_id"), &[])?;
+            Ok(rows.iter().map(record_of).collect::<Result<_, _>>()?)
         })
     }
 
+    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+        self.run("discard incident", |tx| {
+            let id = id.0 as i64;
+            let closed = tx.execute(
+                "UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE job_id = $1 AND open_incident",
+                &[&id],
+            )?;
+            if closed == 1 {
+                return Ok(DiscardResult::Discarded);
+            }
+            let known: bool = tx
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = $1)
+                         OR EXISTS (SELECT 1 FROM husk_jobs WHERE id = $1)",
+                    &[&id],
+                )?
+                .get(0);
+            Ok(if known { DiscardResult::NotAnIncident } else { DiscardResult::NotFound })
+        })
+    }
+}
+
+impl Pauses for PostgresStore {
     fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
         self.run("pause", |tx| {
             if paused {
@@ -367,7 +390,9 @@ impl JobStore for PostgresStore {
             Ok(tx.query("SELECT topic FROM husk_paused ORDER BY topic", &[])?.iter().map(|r| r.get(0)).collect())
         })
     }
+}
 
+impl Pruning for PostgresStore {
     fn prune(&self, retention: &Retention, now: SystemTime, batch: usize) -> Result<Pruned, StoreError> {
         let [completed, failed, others, latest] = prune_cutoffs(retention, now);
         self.run("prune", |tx| {
@@ -399,87 +424,11 @@ impl JobStore for PostgresStore {
             Ok(row.get::<_, i64>(0) as u64)
         })
     }
+}
 
-    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
-        self.run("discard incident", |tx| {
-            let id = id.0 as i64;
-            let closed = tx.execute(
-                "UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE job_id = $1 AND open_incident",
-                &[&id],
-            )?;
-            if closed == 1 {
-                return Ok(DiscardResult::Discarded);
-            }
-            let known: bool = tx
-                .query_one(
-                    "SELECT EXISTS (SELECT 1 FROM husk_outcomes WHERE job_id = $1)
-                         OR EXISTS (SELECT 1 FROM husk_jobs WHERE id = $1)",
-                    &[&id],
-                )?
-                .get(0);
-            Ok(if known { DiscardResult::NotAnIncident } else { DiscardResult::NotFound })
-        })
-    }
-
-    fn is_shared(&self) -> bool {
-        true
-    }
-
-    /// A commit waits for its WAL flush, which one transaction of every
-    /// worker's reports shares.
-    fn completes_in_background(&self) -> bool {
-        true
-    }
-
-    fn acquire_permits(
-        &self,
-        tenant: &str,
-        holder: &str,
-        held: usize,
-        want: usize,
-        limit: usize,
-        until: SystemTime,
-        now: SystemTime,
-    ) -> Result<usize, StoreError> {
-        self.autocommit("lease permits", |query| {
-            let rows = query(
-                "SELECT husk_acquire($1, $2, $3, $4, $5, $6, $7)",
-                &[&tenant, &holder, &(held as i64), &(want as i64), &(limit as i64), &millis(until), &millis(now)],
-            )?;
-            Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0).max(0) as usize))
-        })
-    }
-
-    fn release_permits(&self, tenant: &str, holder: &str, held: usize, until: SystemTime) -> Result<(), StoreError> {
-        self.autocommit("return permits", |query| {
-            query(
-                "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true))
-                 UPDATE husk_permits SET held = $3, expires_at = $4
-                 WHERE tenant = $1 AND holder = $2 AND (SELECT true FROM relaxed)",
-                &[&tenant, &holder, &(held as i64), &millis(until)],
-            )?;
-            Ok(())
-        })
-    }
-
-    fn permits_leased(&self, tenant: &str, now: SystemTime) -> Result<usize, StoreError> {
-        self.run("leased permits", |tx| {
-            let row = tx.query_one(
-                "SELECT coalesce(sum(held), 0)::BIGINT FROM husk_permits WHERE tenant = $1 AND expires_at > $2",
-                &[&tenant, &millis(now)],
-            )?;
-            Ok(row.get::<_, i64>(0) as usize)
-        })
-    }
-
-    fn put_version(
-        &self,
-        topic: &str,
-        version: &StoredVersion,
-        component: &[u8],
-        config: bool,
-        keep: usize,
-    ) -> Result<(), StoreError> {
+impl Versions for PostgresStore {
+    fn put_version(&self, put: &VersionToKeep<'_>) -> Result<(), StoreError> {
+        let VersionToKeep { topic, version, component, config, keep } = *put;
         self.run("deploy a plugin version", |tx| {
             let seq: i64 = tx
                 .query_one(
@@ -560,6 +509,65 @@ impl JobStore for PostgresStore {
                 &[&topic, &digest],
             )?;
             Ok(row.map(|r| r.get(0)))
+        })
+    }
+}
+
+impl Shared for PostgresStore {
+    fn enqueue_capped(&self, jobs: Vec<NewJob>, cap: &QueueCap<'_>, now: SystemTime) -> Result<Capped, StoreError> {
+        self.run("enqueue", |tx| {
+            // A transaction-scoped lock per tenant: its capped enqueues, in
+            // every process, count and insert one after another. Each state
+            // is counted on its own partial index.
+            tx.execute("SELECT pg_advisory_xact_lock(1752331117, hashtext($1))", &[&cap.tenant])?;
+            let row = tx.query_one(
+                "SELECT (SELECT count(*) FROM husk_jobs WHERE state = 0 AND topic = ANY($1))
+                      + (SELECT count(*) FROM husk_jobs WHERE state = 1 AND topic = ANY($1))
+                      + (SELECT count(*) FROM husk_jobs WHERE state = 2 AND topic = ANY($1))",
+                &[&cap.topics],
+            )?;
+            let live = row.get::<_, i64>(0).max(0) as u64;
+            if live + jobs.len() as u64 > cap.max {
+                return Ok(Capped::Full { live });
+            }
+            let inserted = insert_jobs(&mut |sql, params| tx.query(sql, params), &jobs, now)?;
+            for (topic, jobs) in elsewhere(&inserted.fetchable, &self.waiting_here()) {
+                tx.wake_topic(topic, jobs);
+            }
+            Ok(Capped::Enqueued(inserted.results))
+        })
+    }
+
+    fn acquire_permits(&self, lease: &PermitLease<'_>, now: SystemTime) -> Result<usize, StoreError> {
+        let PermitLease { tenant, holder, held, want, limit, until } = *lease;
+        self.autocommit("lease permits", |query| {
+            let rows = query(
+                "SELECT husk_acquire($1, $2, $3, $4, $5, $6, $7)",
+                &[&tenant, &holder, &(held as i64), &(want as i64), &(limit as i64), &millis(until), &millis(now)],
+            )?;
+            Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0).max(0) as usize))
+        })
+    }
+
+    fn release_permits(&self, tenant: &str, holder: &str, held: usize, until: SystemTime) -> Result<(), StoreError> {
+        self.autocommit("return permits", |query| {
+            query(
+                "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true))
+                 UPDATE husk_permits SET held = $3, expires_at = $4
+                 WHERE tenant = $1 AND holder = $2 AND (SELECT true FROM relaxed)",
+                &[&tenant, &holder, &(held as i64), &millis(until)],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn permits_leased(&self, tenant: &str, now: SystemTime) -> Result<usize, StoreError> {
+        self.run("leased permits", |tx| {
+            let row = tx.query_one(
+                "SELECT coalesce(sum(held), 0)::BIGINT FROM husk_permits WHERE tenant = $1 AND expires_at > $2",
+                &[&tenant, &millis(now)],
+            )?;
+            Ok(row.get::<_, i64>(0) as usize)
         })
     }
 

@@ -227,7 +227,7 @@ pub fn serve(options: &ServeOptions, stop: Stop, ready: impl FnOnce(SocketAddr))
     let grace = config.shutdown_grace();
     tracing::info!(signal, ?grace, "shutting down: no new fetches; running jobs get the grace period");
     let in_time = host.shutdown_within(Some(grace));
-    let totals = host.dispatcher().totals();
+    let totals = host.totals();
     tracing::info!(
         in_time,
         uptime = ?started.elapsed(),

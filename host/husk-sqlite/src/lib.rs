@@ -35,6 +35,7 @@ use husk::store::sql::{
     GATED, OUTCOME_COLUMNS, QUEUED, RUNNING, SCHEMA_VERSION, armed_state, depths_of, millis, prune_candidates,
     prune_cutoffs, stored_version, time, to_json,
 };
+use husk::store::{Behaviour, Incidents, Pauses, Pruning, Queries, Supports, VersionToKeep, Versions};
 use husk::store::{
     CancelResult, Depth, DiscardResult, EnqueueDone, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState,
     JobStore, ListFilter, Lock, LockedJob, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult,
@@ -207,8 +208,14 @@ impl SqliteStore {
 }
 
 impl JobStore for SqliteStore {
-    fn commits_in_groups(&self) -> bool {
-        true
+    /// Its connection thread commits every call waiting in one
+    /// transaction, and enqueues return before it has.
+    fn behaviour(&self) -> Behaviour {
+        Behaviour { commits_in_groups: true, enqueues_in_background: true, ..Behaviour::default() }
+    }
+
+    fn supports(&self) -> Supports<'_> {
+        Supports::all_but_sharing(self)
     }
 
     fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
@@ -217,10 +224,6 @@ impl JobStore for SqliteStore {
 
     fn enqueue_then(&self, jobs: Vec<NewJob>, now: SystemTime, done: EnqueueDone) {
         self.group.submit(Access::Write, "write", move |tx| insert_jobs(tx, &jobs, now), done);
-    }
-
-    fn enqueues_in_background(&self) -> bool {
-        true
     }
 
     fn fetch_and_lock(&self, request: FetchRequest<'_>, now: SystemTime) -> Result<Fetched, StoreError> {
@@ -354,6 +357,49 @@ impl JobStore for SqliteStore {
         })
     }
 
+    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
+        self.read("get", move |conn| get_record(conn, id.0 as i64, true))
+    }
+
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
+        self.read("outcomes", move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE seq > ?1 ORDER BY seq LIMIT (SELECT ?2)"
+            ))
+            .and_then(|mut s| {
+                s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|(o, _, _)| o))?.collect()
+            })
+        })
+    }
+
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
+        let rows: Vec<(String, i64, i64)> = self.read("depths", move |conn| {
+            conn.prepare_cached("SELECT topic, state, count(*) FROM jobs GROUP BY topic, state ORDER BY topic")
+                .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+        })?;
+        Ok(depths_of(rows))
+    }
+}
+
+impl Queries for SqliteStore {
+    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
+        let filter = filter.clone();
+        self.read("list", move |conn| list(conn, &filter))
+    }
+
+    fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
+        self.read("input", move |conn| {
+            conn.prepare_cached(
+                "SELECT input FROM jobs WHERE id = ?1
+                 UNION ALL SELECT input FROM outcomes WHERE job_id = ?1 AND open_incident = 1 AND input IS NOT NULL
+                 LIMIT 1",
+            )
+            .and_then(|mut s| s.query_row([id.0 as i64], |row| row.get(0)).optional())
+        })
+    }
+}
+
+impl Incidents for SqliteStore {
     fn retry_incident(&self, id: JobId, _now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
         self.write(move |tx| {
             let id = id.0 as i64;
@@ -383,16 +429,7 @@ impl JobStore for SqliteStore {
         })
     }
 
-    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
-        self.read("get", move |conn| get_record(conn, id.0 as i64, true))
-    }
-
-    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
-        let filter = filter.clone();
-        self.read("list", move |conn| list(conn, &filter))
-    }
-
-    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
+    fn open_incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
         self.read("incidents", move |conn| {
             let rows = conn
                 .prepare_cached(&format!(
@@ -404,36 +441,28 @@ impl JobStore for SqliteStore {
         })
     }
 
-    fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
-        self.read("input", move |conn| {
-            conn.prepare_cached(
-                "SELECT input FROM jobs WHERE id = ?1
-                 UNION ALL SELECT input FROM outcomes WHERE job_id = ?1 AND open_incident = 1 AND input IS NOT NULL
-                 LIMIT 1",
-            )
-            .and_then(|mut s| s.query_row([id.0 as i64], |row| row.get(0)).optional())
+    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+        self.write(move |tx| {
+            let id = id.0 as i64;
+            let closed = tx
+                .prepare_cached(
+                    "UPDATE outcomes SET open_incident = 0, input = NULL WHERE job_id = ?1 AND open_incident = 1",
+                )?
+                .execute([id])?;
+            if closed == 1 {
+                return Ok(DiscardResult::Discarded);
+            }
+            let known: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?1) OR EXISTS (SELECT 1 FROM outcomes WHERE job_id = ?1)",
+                [id],
+                |r| r.get(0),
+            )?;
+            Ok(if known { DiscardResult::NotAnIncident } else { DiscardResult::NotFound })
         })
     }
+}
 
-    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
-        self.read("outcomes", move |conn| {
-            conn.prepare_cached(&format!(
-                "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE seq > ?1 ORDER BY seq LIMIT (SELECT ?2)"
-            ))
-            .and_then(|mut s| {
-                s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|(o, _, _)| o))?.collect()
-            })
-        })
-    }
-
-    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
-        let rows: Vec<(String, i64, i64)> = self.read("depths", move |conn| {
-            conn.prepare_cached("SELECT topic, state, count(*) FROM jobs GROUP BY topic, state ORDER BY topic")
-                .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
-        })?;
-        Ok(depths_of(rows))
-    }
-
+impl Pauses for SqliteStore {
     fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
         let topic = topic.to_owned();
         self.write(move |tx| {
@@ -452,7 +481,9 @@ impl JobStore for SqliteStore {
                 .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         })
     }
+}
 
+impl Pruning for SqliteStore {
     fn prune(&self, retention: &Retention, now: SystemTime, batch: usize) -> Result<Pruned, StoreError> {
         let [completed, failed, others, latest] = prune_cutoffs(retention, now);
         self.write(move |tx| {
@@ -487,35 +518,11 @@ impl JobStore for SqliteStore {
                 .map(|v| v as u64)
         })
     }
+}
 
-    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
-        self.write(move |tx| {
-            let id = id.0 as i64;
-            let closed = tx
-                .prepare_cached(
-                    "UPDATE outcomes SET open_incident = 0, input = NULL WHERE job_id = ?1 AND open_incident = 1",
-                )?
-                .execute([id])?;
-            if closed == 1 {
-                return Ok(DiscardResult::Discarded);
-            }
-            let known: bool = tx.query_row(
-                "SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?1) OR EXISTS (SELECT 1 FROM outcomes WHERE job_id = ?1)",
-                [id],
-                |r| r.get(0),
-            )?;
-            Ok(if known { DiscardResult::NotAnIncident } else { DiscardResult::NotFound })
-        })
-    }
-
-    fn put_version(
-        &self,
-        topic: &str,
-        version: &StoredVersion,
-        component: &[u8],
-        config: bool,
-        keep: usize,
-    ) -> Result<(), StoreError> {
+impl Versions for SqliteStore {
+    fn put_version(&self, put: &VersionToKeep<'_>) -> Result<(), StoreError> {
+        let VersionToKeep { topic, version, component, config, keep } = *put;
         let (topic, version, component) = (topic.to_owned(), version.clone(), component.to_vec());
         self.write(move |tx| {
             let seq: i64 = tx
@@ -598,7 +605,7 @@ impl JobStore for SqliteStore {
     }
 }
 
-/// The jobs `filter` selects, newest first (see [`JobStore::list`]).
+/// The jobs `filter` selects, newest first (see [`Queries::list`](husk::store::Queries::list)).
 fn list(conn: &Connection, filter: &ListFilter) -> rusqlite::Result<Vec<JobRecord>> {
     let limit = filter.limit.unwrap_or(100) as i64;
     let before = filter.before.map(|id| id.0 as i64);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use crate::clock::Clock;
-use crate::store::{Depth, JobStore};
+use crate::store::{Depth, JobStore, PermitLease};
 
 /// Limits one tenant's topics share. `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl Quota {
 ///
 /// With a store shared by several processes ([`ConcurrencyGate::shared`]),
 /// the permits are also leased from the store, so the limit holds across
-/// every process: see [`JobStore::acquire_permits`].
+/// every process: see [`Shared::acquire_permits`](crate::store::Shared::acquire_permits).
 #[derive(Debug)]
 pub struct ConcurrencyGate {
     limit: usize,
@@ -115,14 +115,21 @@ impl ConcurrencyGate {
         let mut held = shared.leased.lock();
         let now = shared.clock.now();
         let until = now + shared.lease;
-        let leased =
-            match shared.store.acquire_permits(&shared.tenant, &shared.holder, *held, take, self.limit, until, now) {
-                Ok(leased) => leased.min(take),
-                Err(error) => {
-                    tracing::warn!(tenant = %shared.tenant, %error, "leasing concurrency permits failed");
-                    0
-                }
-            };
+        let lease = PermitLease {
+            tenant: &shared.tenant,
+            holder: &shared.holder,
+            held: *held,
+            want: take,
+            limit: self.limit,
+            until,
+        };
+        let leased = match shared.store.shared().and_then(|store| store.acquire_permits(&lease, now)) {
+            Ok(leased) => leased.min(take),
+            Err(error) => {
+                tracing::warn!(tenant = %shared.tenant, %error, "leasing concurrency permits failed");
+                0
+            }
+        };
         *held += leased;
         drop(held);
         if leased < take {
@@ -165,7 +172,9 @@ impl ConcurrencyGate {
             let mut held = shared.leased.lock();
             *held = held.saturating_sub(n);
             let until = shared.clock.now() + shared.lease;
-            if let Err(error) = shared.store.release_permits(&shared.tenant, &shared.holder, *held, until) {
+            let released =
+                shared.store.shared().and_then(|s| s.release_permits(&shared.tenant, &shared.holder, *held, until));
+            if let Err(error) = released {
                 tracing::warn!(tenant = %shared.tenant, %error, "returning concurrency permits failed; the next lease write mends it");
             }
         }
@@ -188,9 +197,9 @@ fn live_in<'a>(depths: impl IntoIterator<Item = (&'a String, &'a Depth)>, topics
 /// over-estimate, as jobs that ended since are still counted — and counts
 /// exactly only when the estimate comes within a tenth of the limit. It
 /// serves a store one process uses: jobs other processes enqueued since the
-/// snapshot would not be in the estimate, so on a shared store
-/// ([`JobStore::is_shared`]) [`crate::Host`] counts every enqueue in the
-/// store instead ([`JobStore::enqueue_capped`]).
+/// snapshot would not be in the estimate, so on a store several processes
+/// share [`crate::Host`] counts every enqueue in the store instead
+/// ([`Shared::enqueue_capped`](crate::store::Shared::enqueue_capped)).
 ///
 /// Which enqueues a snapshot counts is decided by the dispatcher's enqueue
 /// count (`Dispatcher::enqueued`),

@@ -46,7 +46,7 @@ pub(super) async fn enqueue(
     let key = idempotency_key(&headers)?.map(|key| topic_key(&topic, key));
     let (enqueued, topic) = if api.host.enqueues_without_blocking(&topic) {
         // No thread waits for the store's commit.
-        (api.host.dispatcher().enqueue_batch_async(&topic, vec![(body, key)]).await?.remove(0), topic)
+        (api.host.enqueue_async(&topic, vec![(body, key)]).await?.remove(0), topic)
     } else {
         blocking(move || Ok((api.host.enqueue_keyed(&topic, body, key)?, topic))).await?
     };
@@ -130,7 +130,7 @@ fn parse_id(id: &str) -> Result<JobId, ApiError> {
 /// The job `id` if it belongs to `tenant`; another tenant's job is
 /// not found, exactly like a missing one.
 fn own_job(api: &Api, tenant: &str, id: JobId) -> Result<JobRecord, ApiError> {
-    let record = api.host.dispatcher().store().get(id)?.ok_or_else(|| ApiError::job_not_found(id))?;
+    let record = api.host.job(id)?.ok_or_else(|| ApiError::job_not_found(id))?;
     api.own_topic(tenant, &record.topic).map_err(|_| ApiError::job_not_found(id))?;
     Ok(record)
 }
@@ -231,7 +231,7 @@ pub(super) async fn list(
 pub(super) async fn incidents(State(api): State<Arc<Api>>, caller: Caller) -> Result<Json<Value>, ApiError> {
     blocking(move || {
         let topics = api.topics_of(&caller.tenant);
-        let mut incidents = api.host.dispatcher().store().incidents()?;
+        let mut incidents = api.host.incidents()?;
         incidents.retain(|job| topics.contains(&job.topic));
         Ok(Json(json!({ "incidents": incidents })))
     })
@@ -269,7 +269,7 @@ pub(super) async fn retry(
     let id = parse_id(&id)?;
     blocking(move || {
         own_job(&api, &caller.tenant, id)?;
-        match api.host.dispatcher().retry_incident(id)? {
+        match api.host.retry_incident(id)? {
             RetryIncidentResult::Requeued => Ok(Json(json!({ "id": id, "result": "requeued" }))),
             RetryIncidentResult::NotAnIncident => {
                 Err(ApiError::new(StatusCode::CONFLICT, "not-an-incident", format!("job {id} is not an open incident")))

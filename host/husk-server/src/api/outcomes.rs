@@ -120,8 +120,8 @@ pub(super) async fn long_poll(
     let mut cursor = query.after.unwrap_or(0);
     // Outcomes after the cursor may have been pruned: say so, never skip
     // them silently.
-    let store = api.host.dispatcher().store().clone();
-    let pruned_through = blocking(move || Ok(store.pruned_through()?)).await?;
+    let host = api.host.clone();
+    let pruned_through = blocking(move || Ok(host.pruned_through()?)).await?;
     if cursor < pruned_through {
         let message = format!(
             "outcomes after cursor {cursor} were pruned (kept as long as the retention says); \
@@ -136,9 +136,9 @@ pub(super) async fn long_poll(
         // Registered before reading the store: an outcome delivered in
         // between still wakes this poll.
         notified.as_mut().enable();
-        let store = api.host.dispatcher().store().clone();
+        let host = api.host.clone();
         let after = cursor;
-        let batch = blocking(move || Ok(store.outcomes_after(after, limit)?)).await?;
+        let batch = blocking(move || Ok(host.outcomes_after(after, limit)?)).await?;
         if let Some(last) = batch.last() {
             cursor = last.seq;
         }

@@ -27,7 +27,7 @@ pub(crate) struct IncidentFilter {
 /// The open incidents `session` sees that match `filter`, newest first.
 fn incidents_of(ui: &Ui, session: &Session, filter: &IncidentFilter) -> Result<Vec<JobRecord>, Refusal> {
     let visible = ui.topics_of(session);
-    let mut incidents = ui.api.host().dispatcher().store().incidents().map_err(store_failed)?;
+    let mut incidents = ui.api.host().incidents().map_err(store_failed)?;
     incidents.retain(|job| {
         visible.contains(&job.topic)
             && (filter.topic.is_empty() || job.topic == filter.topic)
@@ -87,10 +87,7 @@ pub(super) async fn bulk(State(ui): State<Arc<Ui>>, headers: HeaderMap, RawForm(
         let (mut done, mut skipped) = (0usize, 0usize);
         for id in &chosen {
             let applied = match action.as_str() {
-                "retry" => {
-                    ui.api.host().dispatcher().retry_incident(*id).map_err(store_failed)?
-                        == RetryIncidentResult::Requeued
-                }
+                "retry" => ui.api.host().retry_incident(*id).map_err(store_failed)? == RetryIncidentResult::Requeued,
                 _ => ui.api.host().discard_incident(*id).map_err(store_failed)? == DiscardResult::Discarded,
             };
             if applied { done += 1 } else { skipped += 1 }

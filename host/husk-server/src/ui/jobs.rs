@@ -140,7 +140,7 @@ pub(super) async fn job(State(ui): State<Arc<Ui>>, headers: HeaderMap, Path(id):
         let (ui, session) = (ui.clone(), session.clone());
         move || {
             let record = ui.job_of(&session, id)?;
-            Ok((record, ui.api.host().dispatcher().store().input(id).map_err(store_failed)?))
+            Ok((record, ui.api.host().input(id).map_err(store_failed)?))
         }
     })
     .await?;
@@ -163,7 +163,7 @@ pub(super) async fn act(
             let host = ui.api.host();
             let done = match action.as_str() {
                 "cancel" => !matches!(host.cancel(id).map_err(store_failed)?, CancelResult::NotFound),
-                "retry" => host.dispatcher().retry_incident(id).map_err(store_failed)? == RetryIncidentResult::Requeued,
+                "retry" => host.retry_incident(id).map_err(store_failed)? == RetryIncidentResult::Requeued,
                 "discard" => host.discard_incident(id).map_err(store_failed)? == DiscardResult::Discarded,
                 _ => return Err(refusal(StatusCode::NOT_FOUND, &format!("no action `{action}`"))),
             };

@@ -188,7 +188,7 @@ impl Ui {
     /// Job `id` if `session` sees it; else "not found", as for a missing one.
     fn job_of(&self, session: &Session, id: JobId) -> Result<JobRecord, Refusal> {
         let not_found = || refusal(StatusCode::NOT_FOUND, &format!("no job {id}"));
-        let record = self.api.host().dispatcher().store().get(id).map_err(store_failed)?.ok_or_else(not_found)?;
+        let record = self.api.host().job(id).map_err(store_failed)?.ok_or_else(not_found)?;
         if self.topics_of(session).contains(&record.topic) { Ok(record) } else { Err(not_found()) }
     }
 }

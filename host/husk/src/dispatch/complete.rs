@@ -146,7 +146,7 @@ impl Dispatcher {
         let (signal, pending) = sync_channel(1);
         let done = signalling(signal, done);
         let handoff = Handoff { reports, expires, done };
-        if !self.store.completes_in_background() {
+        if !self.store.behaviour().commits_wait_for_a_flush {
             self.complete(vec![handoff]);
         } else if let Err((handoff, error)) = self.completer.hand_off(self, handoff) {
             tracing::error!(%error, "cannot start the completer thread; reporting on the worker");

@@ -120,7 +120,7 @@ impl Dispatcher {
             depths: Default::default(),
             oldest_outcome: None,
         };
-        let combiner = Combiner::new(!store.commits_in_groups());
+        let combiner = Combiner::new(!store.behaviour().commits_in_groups);
         let dispatcher = Arc::new(Self {
             store,
             clock,
@@ -136,8 +136,10 @@ impl Dispatcher {
             shut_down: AtomicBool::new(false),
             interrupting: AtomicBool::new(false),
         });
-        let events: Arc<dyn StoreEvents> = dispatcher.clone();
-        dispatcher.store.subscribe(Arc::downgrade(&events));
+        if let Some(shared) = dispatcher.store.supports().shared {
+            let events: Arc<dyn StoreEvents> = dispatcher.clone();
+            shared.subscribe(Arc::downgrade(&events));
+        }
         dispatcher
     }
 
@@ -227,9 +229,9 @@ impl Dispatcher {
 
     /// Whether [`Dispatcher::enqueue_batch_async`] waits without a thread
     /// of its own: the store enqueues in the background
-    /// ([`JobStore::enqueues_in_background`]).
+    /// ([`Behaviour::enqueues_in_background`](crate::store::Behaviour::enqueues_in_background)).
     pub fn enqueues_in_background(&self) -> bool {
-        self.store.enqueues_in_background()
+        self.store.behaviour().enqueues_in_background
     }
 
     /// [`Dispatcher::enqueue_batch`] for a caller on a tokio runtime. On a
@@ -247,7 +249,7 @@ impl Dispatcher {
         topic: &str,
         jobs: Vec<(Vec<u8>, Option<String>)>,
     ) -> Result<Vec<Enqueued>, EnqueueError> {
-        if !self.store.enqueues_in_background() {
+        if !self.enqueues_in_background() {
             let (dispatcher, topic) = (self.clone(), topic.to_owned());
             return tokio::task::spawn_blocking(move || dispatcher.enqueue_batch(&topic, jobs)).await.map_err(|e| {
                 EnqueueError::Store(StoreError::Failed {
@@ -274,12 +276,13 @@ impl Dispatcher {
         Ok(result?)
     }
 
-    /// [`Dispatcher::enqueue_batch`] within a tenant's `max_queued` (see
-    /// [`JobStore::enqueue_capped`]).
+    /// [`Dispatcher::enqueue_batch`] within a tenant's `max_queued`, counted
+    /// in a store several processes share (see [`Shared::enqueue_capped`](crate::store::Shared::enqueue_capped)).
     ///
     /// # Errors
     ///
-    /// As [`Dispatcher::enqueue_batch`].
+    /// As [`Dispatcher::enqueue_batch`]; [`StoreError::Unsupported`] for a
+    /// store that is not [`Shared`](crate::store::Shared).
     pub fn enqueue_capped(
         &self,
         topic: &str,
@@ -287,7 +290,8 @@ impl Dispatcher {
         cap: &QueueCap<'_>,
     ) -> Result<Capped, EnqueueError> {
         let jobs = self.new_jobs(topic, jobs)?;
-        let capped = self.store.enqueue_capped(jobs, cap, self.clock.now())?;
+        let shared = self.store.supports().shared.ok_or(StoreError::Unsupported { capability: "shared" })?;
+        let capped = shared.enqueue_capped(jobs, cap, self.clock.now())?;
         if let Capped::Enqueued(enqueued) = &capped {
             self.created(topic, enqueued);
         }
@@ -541,9 +545,9 @@ impl Dispatcher {
     ///
     /// # Errors
     ///
-    /// [`StoreError`] when the store fails.
+    /// [`StoreError`] when the store fails or has no [`Incidents`](crate::store::Incidents).
     pub fn retry_incident(&self, id: JobId) -> Result<RetryIncidentResult, StoreError> {
-        let result = self.store.retry_incident(id, self.clock.now())?;
+        let result = self.store.incidents()?.retry_incident(id, self.clock.now())?;
         if result == RetryIncidentResult::Requeued {
             self.wakers.all();
         }
@@ -551,7 +555,7 @@ impl Dispatcher {
     }
 
     /// Pauses (`paused: true`) or resumes fetching of `topic` in every
-    /// process sharing the store ([`JobStore::set_paused`]); a resume wakes
+    /// process sharing the store ([`Pauses::set_paused`](crate::store::Pauses::set_paused)); a resume wakes
     /// this process's fetchers (the store wakes the others'). Returns
     /// whether the topic's state changed.
     ///
@@ -559,7 +563,7 @@ impl Dispatcher {
     ///
     /// [`StoreError`] when the store fails or has no pauses.
     pub fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
-        let changed = self.store.set_paused(topic, paused)?;
+        let changed = self.store.pauses()?.set_paused(topic, paused)?;
         if changed && !paused {
             self.wakers.resumed(topic);
         }
@@ -567,18 +571,19 @@ impl Dispatcher {
     }
 
     /// Prunes what `retention` no longer keeps, as of now, in batches of
-    /// `batch` until a batch comes back short (see [`JobStore::prune`]);
+    /// `batch` until a batch comes back short (see [`Pruning::prune`](crate::store::Pruning::prune));
     /// counted in [`Totals`].
     ///
     /// # Errors
     ///
     /// [`StoreError`] when the store fails (what was pruned before stays
-    /// pruned).
+    /// pruned) or has no [`Pruning`](crate::store::Pruning).
     pub fn prune(&self, retention: &Retention, batch: usize) -> Result<Pruned, StoreError> {
+        let store = self.store.supports().pruning.ok_or(StoreError::Unsupported { capability: "pruning" })?;
         let batch = batch.max(1);
         let mut all = Pruned::default();
         loop {
-            let pruned = self.store.prune(retention, self.clock.now(), batch)?;
+            let pruned = store.prune(retention, self.clock.now(), batch)?;
             self.counters.pruned(pruned);
             all.outcomes += pruned.outcomes;
             all.keys += pruned.keys;
@@ -592,9 +597,9 @@ impl Dispatcher {
     ///
     /// # Errors
     ///
-    /// [`StoreError`] when the store fails.
+    /// [`StoreError`] when the store fails or has no [`Incidents`](crate::store::Incidents).
     pub fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
-        self.store.discard_incident(id)
+        self.store.incidents()?.discard_incident(id)
     }
 
     /// Registers `job` as running and returns its cancel token (already

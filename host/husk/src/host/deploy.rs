@@ -4,10 +4,10 @@
 use crate::capability::SecretError;
 use crate::engine::content_digest;
 use crate::plugin::{PluginError, World};
-use crate::store::{StoreError, StoredVersion};
+use crate::store::{StoreError, StoredVersion, VersionToKeep};
 use crate::versions::{Origin, Stamp, VersionInfo};
 
-use super::stored::{self, Swappable, keeps_versions};
+use super::stored::{self, Swappable, kept_in};
 use super::topic::{MapperSpec, PluginSource};
 use super::{Host, TopicRuntime};
 
@@ -114,9 +114,10 @@ impl Host {
         // The store first, under the log's lock: a process that follows
         // the store never sees this process's order of swaps reversed.
         let mut log = swappable.log.lock();
-        if keeps_versions(&swappable.topic) {
+        if let Some(store) = kept_in(self.dispatcher.store().as_ref(), &swappable.topic) {
             let version = StoredVersion { digest, stamp: stamp.clone() };
-            self.dispatcher.store().put_version(topic, &version, &bytes, false, self.kept_versions)?;
+            let keep = self.kept_versions;
+            store.put_version(&VersionToKeep { topic, version: &version, component: &bytes, config: false, keep })?;
         }
         Ok(swappable.swap_in(&self.sandbox, &self.dispatcher, &mut log, plugin, Some(grants), stamp))
     }
@@ -140,9 +141,11 @@ impl Host {
     /// As [`Host::rollback`].
     pub fn rollback_by(&self, topic: &str, to: Option<&str>, by: Option<&str>) -> Result<VersionInfo, DeployError> {
         let swappable = self.swappable(topic)?;
-        let store = self.dispatcher.store();
-        let keeps = keeps_versions(&swappable.topic);
-        let kept = if keeps { store.kept_versions(topic)? } else { Vec::new() };
+        let store = kept_in(self.dispatcher.store().as_ref(), &swappable.topic);
+        let kept = match store {
+            Some(store) => store.kept_versions(topic)?,
+            None => Vec::new(),
+        };
         let no_rollback = || {
             let reason = match to {
                 Some(v) => format!("no kept version `{v}` other than the current one"),
@@ -165,9 +168,10 @@ impl Host {
             let plugin = log.find(&digest);
             (digest, plugin)
         };
-        let plugin = match plugin {
-            Some(plugin) => plugin,
-            None => {
+        let plugin = match (plugin, store) {
+            (Some(plugin), _) => plugin,
+            (None, None) => return Err(no_rollback()),
+            (None, Some(store)) => {
                 let component = store.version_component(topic, &digest)?.ok_or_else(no_rollback)?;
                 let name = format!("version {} of `{topic}` from the store", stored::short(&digest));
                 stored::load(&self.sandbox, &swappable.topic, component, name)
@@ -175,7 +179,9 @@ impl Host {
             }
         };
         let stamp = Stamp { origin: Origin::Rollback, by: by.map(str::to_owned), at: self.dispatcher.clock().now() };
-        if keeps && !store.set_current_version(topic, &StoredVersion { digest, stamp: stamp.clone() })? {
+        if let Some(store) = store
+            && !store.set_current_version(topic, &StoredVersion { digest, stamp: stamp.clone() })?
+        {
             return Err(no_rollback());
         }
         Ok(swappable.swap_in(&self.sandbox, &self.dispatcher, &mut log, plugin, None, stamp))
@@ -196,8 +202,8 @@ impl Host {
     /// [`DeployError`] for an unknown or native topic, or a store failure.
     pub fn versions(&self, topic: &str) -> Result<Vec<VersionInfo>, DeployError> {
         let swappable = self.swappable(topic)?;
-        if keeps_versions(&swappable.topic) {
-            let kept = self.dispatcher.store().kept_versions(topic)?;
+        if let Some(store) = kept_in(self.dispatcher.store().as_ref(), &swappable.topic) {
+            let kept = store.kept_versions(topic)?;
             if !kept.is_empty() {
                 let info = |(i, v): (usize, StoredVersion)| VersionInfo {
                     version: v.digest,

@@ -4,6 +4,7 @@
 //! outcomes.
 
 mod deploy;
+mod jobs;
 mod stored;
 mod topic;
 
@@ -17,7 +18,7 @@ use parking_lot::Mutex;
 
 pub use deploy::DeployError;
 pub use stored::FOLLOW_EVERY;
-use stored::{Swappable, keeps_versions};
+use stored::{Swappable, kept_in};
 pub use topic::{MapperSpec, OperatorFile, PluginSource, Topic};
 use topic::{Runner, load_mapper};
 
@@ -30,9 +31,7 @@ use crate::plugin::PluginError;
 use crate::quota::{ConcurrencyGate, QueueCheck, Quota, SharedGate};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::Sandbox;
-use crate::store::{
-    CancelResult, Capped, DiscardResult, Enqueued, JobId, JobStore, MemoryStore, QueueCap, Retention, StoreError,
-};
+use crate::store::{Capped, Enqueued, JobId, JobStore, MemoryStore, QueueCap, Retention, StoreError};
 use crate::versions::{KEPT_VERSIONS, VersionLog};
 use crate::worker::{AttemptObserver, Handler, PoolHooks, WasmHandler, WorkerPool};
 
@@ -235,7 +234,10 @@ impl HostBuilder {
             .filter_map(|(tenant, quota)| Some((tenant.clone(), Arc::new(gate(tenant, quota.max_concurrent?)))))
             .collect();
         let mut runtimes: Vec<TopicRuntime> = Vec::new();
-        let pointers = dispatcher.store().current_versions().map_err(HostError::Store)?;
+        let pointers = match dispatcher.store().supports().versions {
+            Some(versions) => versions.current_versions().map_err(HostError::Store)?,
+            None => Vec::new(),
+        };
         for topic in &self.topics {
             if runtimes.iter().any(|r| r.topic.name == topic.name) {
                 return Err(HostError::DuplicateTopic(topic.name.clone()));
@@ -417,7 +419,7 @@ impl Host {
     /// this process's enqueues since, counted exactly within a tenth of the
     /// limit (see [`QueueCheck`]); on a store several processes share,
     /// counted exactly in the store at every enqueue, in step with the other
-    /// processes (see [`JobStore::enqueue_capped`]).
+    /// processes (see [`Shared::enqueue_capped`](crate::store::Shared::enqueue_capped)).
     ///
     /// # Errors
     ///
@@ -458,28 +460,9 @@ impl Host {
         Ok(enqueued)
     }
 
-    /// Closes an open incident without retrying it: it leaves the incident
-    /// list, and its outcome is pruned after [`Retention::failed`].
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`] when the store fails.
-    pub fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
-        self.dispatcher.discard_incident(id)
-    }
-
-    /// Cancels a job.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`] when the store fails.
-    pub fn cancel(&self, id: JobId) -> Result<CancelResult, StoreError> {
-        self.dispatcher.cancel(id)
-    }
-
     /// Pauses (`paused: true`) or resumes a topic, for every process
     /// sharing the store: a paused topic's jobs are not fetched, enqueues
-    /// still land (see [`JobStore::set_paused`]). Returns whether its state
+    /// still land (see [`Pauses::set_paused`](crate::store::Pauses::set_paused)). Returns whether its state
     /// changed.
     ///
     /// # Errors
@@ -499,7 +482,10 @@ impl Host {
     ///
     /// [`StoreError`] when the store fails.
     pub fn paused(&self) -> Result<Vec<String>, StoreError> {
-        self.dispatcher.store().paused()
+        match self.dispatcher.store().supports().pauses {
+            Some(pauses) => pauses.paused(),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The last published snapshot (refreshed every second while workers
@@ -551,7 +537,9 @@ impl Host {
             )?);
         }
         let (dispatcher, stopping) = (self.dispatcher.clone(), self.stopping.clone());
-        let (retention, prune_every) = (self.retention, self.prune_every);
+        // A store without pruning keeps every ended job: nothing to clean.
+        let retention = self.retention.filter(|_| self.dispatcher.store().supports().pruning.is_some());
+        let prune_every = self.prune_every;
         let publisher = std::thread::Builder::new().name("husk-snapshot".into()).spawn(move || {
             // The cleaner runs on this thread too, at most every
             // `prune_every` (real time: it paces work; what is old enough
@@ -590,7 +578,7 @@ impl Host {
             topics: self
                 .runtimes
                 .iter()
-                .filter(|r| keeps_versions(&r.topic))
+                .filter(|r| kept_in(self.dispatcher.store().as_ref(), &r.topic).is_some())
                 .filter_map(|r| r.swappable.clone())
                 .collect(),
         };

@@ -22,7 +22,7 @@ use crate::dispatch::{Dispatcher, TopicPolicy};
 use crate::engine::content_digest;
 use crate::plugin::{Plugin, PluginError, World};
 use crate::sandbox::Sandbox;
-use crate::store::{JobStore, StoreError, StoredVersion, TopicVersion};
+use crate::store::{JobStore, StoreError, StoredVersion, TopicVersion, VersionToKeep, Versions};
 use crate::versions::{Origin, Stamp, VersionInfo, VersionLog};
 use crate::worker::WasmHandler;
 
@@ -33,9 +33,12 @@ use super::topic::{MapperSpec, PluginSource, Runner, Topic, wasm_mapper};
 /// to compile a version it has not loaded yet).
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(250);
 
-/// Whether `topic` keeps its versions in the store (see the module docs).
-pub(super) fn keeps_versions(topic: &Topic) -> bool {
-    matches!(&topic.runner, Runner::Wasm(source) if !matches!(source, PluginSource::Operator(_)))
+/// Where `topic` keeps its versions: the store, when it keeps
+/// [`Versions`] and the topic's plugin is a component (see the module
+/// docs); `None`: in this process only.
+pub(super) fn kept_in<'a>(store: &'a dyn JobStore, topic: &Topic) -> Option<&'a dyn Versions> {
+    let component = matches!(&topic.runner, Runner::Wasm(source) if !matches!(source, PluginSource::Operator(_)));
+    store.supports().versions.filter(|_| component)
 }
 
 /// Why a topic could not start on its version.
@@ -59,10 +62,10 @@ pub(super) fn start_version(
     now: std::time::SystemTime,
 ) -> Result<(Plugin, Stamp), StartError> {
     let config_stamp = Stamp { origin: Origin::Config, by: None, at: now };
-    if !keeps_versions(topic) {
+    let Some(store) = kept_in(store, topic) else {
         let plugin = source.load(sandbox, World::Operation, &topic.grants).map_err(StartError::Plugin)?;
         return Ok((plugin, config_stamp));
-    }
+    };
     let (bytes, name) = source.bytes().map_err(StartError::Plugin)?;
     let digest = content_digest(&bytes);
     if let Some(pointer) = pointer.filter(|p| p.config.as_deref() == Some(digest.as_str()) && p.current != digest) {
@@ -96,7 +99,8 @@ pub(super) fn start_version(
             );
         }
         let version = StoredVersion { digest, stamp: config_stamp.clone() };
-        store.put_version(&topic.name, &version, &bytes, true, keep).map_err(StartError::Store)?;
+        let put = VersionToKeep { topic: &topic.name, version: &version, component: &bytes, config: true, keep };
+        store.put_version(&put).map_err(StartError::Store)?;
     }
     Ok((plugin, config_stamp))
 }
@@ -164,7 +168,7 @@ impl Follower {
     /// One look: swaps every topic whose current version in the store is
     /// not this process's.
     pub(super) fn pass(&self) {
-        let store = self.dispatcher.store();
+        let Ok(store) = self.dispatcher.store().versions() else { return };
         let pointers = match store.current_versions() {
             Ok(pointers) => pointers,
             Err(error) => {
@@ -184,7 +188,7 @@ impl Follower {
     }
 
     fn follow(&self, topic: &Swappable, digest: &str) -> Result<(), String> {
-        let store = self.dispatcher.store();
+        let store = self.dispatcher.store().versions().map_err(|e| e.to_string())?;
         let loaded = topic.log.lock().find(digest);
         let plugin = match loaded {
             Some(plugin) => plugin,

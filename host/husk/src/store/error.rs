@@ -55,6 +55,13 @@ pub enum StoreError {
         /// What failed, and why.
         message: String,
     },
+    /// The store does not support what was asked (see
+    /// [`JobStore::supports`](super::JobStore::supports)): not retryable.
+    #[error("this store does not support {capability}")]
+    Unsupported {
+        /// The capability, as [`Supports`](super::Supports) names it.
+        capability: &'static str,
+    },
 }
 
 impl StoreError {

@@ -66,8 +66,8 @@ pub struct JobRecord {
     /// Its terminal outcome, once ended.
     pub outcome: Option<TerminalOutcome>,
     /// Its finished attempts, oldest first, across retried incidents.
-    /// Filled by [`JobStore::get`]; [`JobStore::list`] and
-    /// [`JobStore::incidents`] leave it empty.
+    /// Filled by [`JobStore::get`]; [`Queries::list`](crate::store::Queries::list) and
+    /// [`Incidents::open_incidents`](crate::store::Incidents::open_incidents) leave it empty.
     #[serde(default)]
     pub attempts: Vec<AttemptRecord>,
 }

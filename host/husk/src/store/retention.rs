@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(doc)]
 use crate::{outcome::Outcome, store::JobStore};
 
-/// How long ended jobs are kept (see [`JobStore::prune`]): their outcome,
+/// How long ended jobs are kept (see [`Pruning::prune`](crate::store::Pruning::prune)): their outcome,
 /// history and idempotency key go after this long, counted from when they
 /// ended. Open incidents are kept until they are retried or discarded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,7 +52,7 @@ impl Retention {
     }
 }
 
-/// What a [`JobStore::prune`] removed.
+/// What a [`Pruning::prune`](crate::store::Pruning::prune) removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Pruned {
     /// Outcomes (ended jobs, with their histories).
@@ -61,7 +61,7 @@ pub struct Pruned {
     pub keys: u64,
 }
 
-/// The result of [`JobStore::discard_incident`].
+/// The result of [`Incidents::discard_incident`](crate::store::Incidents::discard_incident).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiscardResult {
     /// The incident is closed: no longer listed or retryable; its outcome

@@ -1,29 +1,29 @@
 //! Conformance checks of the dispatcher on a store: classification,
 //! retry by re-arm, delivery, locks, cancels, attempt histories.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::clock::{Clock, ManualClock};
+use crate::clock::Clock;
 use crate::dispatch::{Dispatcher, TopicPolicy};
 use crate::fault::{Fault, codes};
-use crate::outcome::{CollectingSink, Outcome, TerminalOutcome};
+use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::Ending;
 use crate::store::{
-    CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, ListFilter, Lock,
-    NewJob, Report, Reported, RetryIncidentResult, StoreError, StoreEvents,
+    CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore, Lock, NewJob, Report,
+    Reported, StoreError, StoreEvents, Supports,
 };
 use serde_json::json;
 
 use super::{Backend, LOCK, Rig, rules};
 
-fn fixed(max_attempts: u32, secs: u64) -> RetryPolicySpec {
+pub(super) fn fixed(max_attempts: u32, secs: u64) -> RetryPolicySpec {
     RetryPolicySpec::Fixed { max_attempts, delay: Duration::from_secs(secs) }
 }
 
-fn payments_mapper() -> crate::classify::ErrorMapper {
+pub(super) fn payments_mapper() -> crate::classify::ErrorMapper {
     rules(json!([
         { "code": "payment.declined", "pointer": "/reason", "classify_as": "business-error" },
         { "code": "account.*", "pointer": "/status", "classify_as": "business-status" },
@@ -31,7 +31,7 @@ fn payments_mapper() -> crate::classify::ErrorMapper {
     ]))
 }
 
-fn payments_rig(backend: &dyn Backend, retry: RetryPolicySpec) -> Rig {
+pub(super) fn payments_rig(backend: &dyn Backend, retry: RetryPolicySpec) -> Rig {
     let rig = Rig::on(backend, None);
     rig.dispatcher.set_topic("payments", TopicPolicy { retry: Some(retry), mapper: Some(payments_mapper()) });
     rig
@@ -127,7 +127,7 @@ pub fn unknown_topic_is_refused_and_nothing_is_enqueued(backend: &dyn Backend) {
     let rig = Rig::with_topic(backend, fixed(2, 1));
     assert!(rig.dispatcher.enqueue("nope", b"{}".to_vec()).is_err());
     assert_eq!(rig.dispatcher.totals().enqueued, 0);
-    assert!(rig.dispatcher.store().list(&Default::default()).unwrap().is_empty());
+    assert!(rig.dispatcher.store().depths().unwrap().iter().all(|(_, depth)| depth.live() == 0));
 }
 
 /// Conformance check: sink sees one terminal outcome per job never a retried attempt.
@@ -236,9 +236,9 @@ pub fn a_waiting_fetch_wakes_on_enqueue(backend: &dyn Backend) {
 }
 
 /// The store under a check, counting the fetches made of it.
-struct CountingFetches {
-    store: Arc<dyn JobStore>,
-    fetches: AtomicUsize,
+pub(super) struct CountingFetches {
+    pub(super) store: Arc<dyn JobStore>,
+    pub(super) fetches: AtomicUsize,
 }
 
 impl JobStore for CountingFetches {
@@ -258,17 +258,8 @@ impl JobStore for CountingFetches {
     fn cancel(&self, id: JobId, now: SystemTime) -> Result<CancelResult, StoreError> {
         self.store.cancel(id, now)
     }
-    fn retry_incident(&self, id: JobId, now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
-        self.store.retry_incident(id, now)
-    }
     fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
         self.store.get(id)
-    }
-    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
-        self.store.list(filter)
-    }
-    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
-        self.store.incidents()
     }
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
         self.store.outcomes_after(after, limit)
@@ -276,21 +267,22 @@ impl JobStore for CountingFetches {
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
         self.store.depths()
     }
-    fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
-        self.store.set_paused(topic, paused)
+    /// The wrapped store's own: only fetches are counted.
+    fn supports(&self) -> Supports<'_> {
+        self.store.supports()
     }
 }
 
 /// A second dispatcher on a rig's store and clock whose fetches are
 /// counted: a check sees each look of a waiting fetcher of topic `t`, so it
 /// shows that a look found nothing without waiting to see nothing happen.
-struct Counted {
+pub(super) struct Counted {
     store: Arc<CountingFetches>,
     dispatcher: Arc<Dispatcher>,
 }
 
 impl Counted {
-    fn new(rig: &Rig) -> Self {
+    pub(super) fn new(rig: &Rig) -> Self {
         let store = Arc::new(CountingFetches { store: rig.dispatcher.store().clone(), fetches: AtomicUsize::new(0) });
         let dispatcher = Dispatcher::new(store.clone(), Arc::new(rig.clock.clone()), rig.sink.clone(), None);
         dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 10)), mapper: None });
@@ -300,13 +292,18 @@ impl Counted {
     /// Spins (no sleep) until the fetcher of `t`, after its first `looks`
     /// fetches, has fetched again and sleeps once more (`None`), or has
     /// returned (what it sent on `rx`).
-    fn next_look<T>(&self, looks: usize, rx: &mpsc::Receiver<T>) -> Option<T> {
+    pub(super) fn next_look<T>(&self, looks: usize, rx: &mpsc::Receiver<T>) -> Option<T> {
         next_look(&self.store, &self.dispatcher, looks, rx)
     }
 }
 
 /// [`Counted::next_look`] for any counted store and its dispatcher.
-fn next_look<T>(store: &CountingFetches, dispatcher: &Dispatcher, looks: usize, rx: &mpsc::Receiver<T>) -> Option<T> {
+pub(super) fn next_look<T>(
+    store: &CountingFetches,
+    dispatcher: &Dispatcher,
+    looks: usize,
+    rx: &mpsc::Receiver<T>,
+) -> Option<T> {
     let give_up = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(sent) = rx.try_recv() {
@@ -320,84 +317,6 @@ fn next_look<T>(store: &CountingFetches, dispatcher: &Dispatcher, looks: usize, 
         assert!(Instant::now() < give_up, "the fetcher made no fetch after its first {looks} in 30 s");
         std::thread::yield_now();
     }
-}
-
-/// Conformance check: a fetch that finds its topic paused sleeps through
-/// the topic's enqueues (each would otherwise cost a fetch that claims
-/// nothing) and fetches again on the resume, taking what came meanwhile.
-pub fn a_fetch_of_a_paused_topic_sleeps_through_enqueues_until_the_resume(backend: &dyn Backend) {
-    let fresh = backend.fresh();
-    let store = Arc::new(CountingFetches { store: fresh.store.clone(), fetches: AtomicUsize::new(0) });
-    let clock = ManualClock::new();
-    let dispatcher = Dispatcher::new(store.clone(), Arc::new(clock), Arc::new(CollectingSink::new()), None);
-    dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 10)), mapper: None });
-    assert!(dispatcher.set_paused("t", true).unwrap());
-    let fetches = || store.fetches.load(Ordering::SeqCst);
-    let (tx, rx) = mpsc::channel();
-    let stop = AtomicBool::new(false);
-    let (early, while_paused, enqueued, woken) = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let topics = ["t".to_owned()];
-            let request = FetchRequest { worker: "w", topics: &topics, max: 10, lock_duration: LOCK };
-            let jobs =
-                dispatcher.fetch_and_lock(request, Duration::from_secs(3600), &stop, None, &mut Default::default());
-            tx.send(jobs.unwrap()).unwrap();
-        });
-        assert!(next_look(&store, &dispatcher, 0, &rx).is_none(), "fetched from a paused topic");
-        let enqueued: Vec<JobId> = (0..3).map(|_| dispatcher.enqueue("t", b"{}".to_vec()).unwrap()).collect();
-        // Each enqueue's wake would have woken a fetcher of a running topic
-        // at once (`a_waiting_fetch_wakes_on_enqueue`), each a fetch. A
-        // change for all that is no resume comes after them: the fetcher
-        // looks once for it, finds its topic still paused, and sleeps again.
-        dispatcher.wake_fetchers();
-        let early = next_look(&store, &dispatcher, 1, &rx);
-        let while_paused = fetches();
-        assert!(dispatcher.set_paused("t", false).unwrap());
-        let woken = early.is_none().then(|| rx.recv_timeout(Duration::from_secs(30)).ok()).flatten();
-        // A fetcher still asleep (a failure) is stopped, not waited for.
-        stop.store(true, Ordering::SeqCst);
-        dispatcher.wake_fetchers();
-        (early, while_paused, enqueued, woken)
-    });
-    assert!(early.is_none(), "still asleep after the enqueues");
-    assert_eq!(while_paused, 2, "no fetch for the enqueues while the topic is paused, one for the wake");
-    let mut fetched: Vec<JobId> = woken.expect("woken by the resume").iter().map(|j| j.id()).collect();
-    fetched.sort();
-    assert_eq!(fetched, enqueued, "one fetch takes every job enqueued meanwhile");
-    assert_eq!(fetches(), 3);
-}
-
-/// Conformance check: exhaustion is a failed incident with topic attempts and last fault.
-pub fn exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault(backend: &dyn Backend) {
-    let rig = Rig::with_topic(backend, fixed(3, 1));
-    let id = rig.enqueue("t");
-    for attempt in 1..=3 {
-        let job = rig.fetch_one("t");
-        assert_eq!(job.attempt, attempt);
-        rig.dispatcher
-            .report(&job, Ending::Fault(Fault::new("boom", format!("attempt {attempt}"))), Some("digest-1"))
-            .unwrap();
-        rig.clock.advance(Duration::from_secs(1));
-    }
-    match rig.outcome_of(id) {
-        Outcome::Failed { topic, attempts, last_fault, plugin_version, .. } => {
-            assert_eq!(topic, "t");
-            assert_eq!(attempts, 3);
-            assert_eq!(last_fault, Fault::new("boom", "attempt 3"));
-            assert_eq!(plugin_version.as_deref(), Some("digest-1"));
-        }
-        other => panic!("expected Failed, got {other:?}"),
-    }
-    let incidents = rig.dispatcher.store().incidents().unwrap();
-    assert_eq!(incidents.iter().map(|r| r.id).collect::<Vec<_>>(), vec![id]);
-
-    // Retrying the incident re-arms it with a fresh attempt budget.
-    assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::Requeued);
-    assert!(rig.dispatcher.store().incidents().unwrap().is_empty());
-    assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::NotAnIncident);
-    let job = rig.fetch_one("t");
-    assert_eq!(job.attempt, 1);
-    assert_eq!(rig.fail(&job, "boom"), Reported::ReArmed, "a fresh budget of 3 attempts");
 }
 
 /// Conformance check: business outcomes are never retried.
@@ -538,12 +457,12 @@ pub fn status_reads_come_from_the_published_snapshot(backend: &dyn Backend) {
 }
 
 /// (attempt, plugin version, fault code) of each recorded attempt of `id`.
-fn history(rig: &Rig, id: JobId) -> Vec<(u32, Option<String>, Option<String>)> {
+pub(super) fn history(rig: &Rig, id: JobId) -> Vec<(u32, Option<String>, Option<String>)> {
     let attempts = rig.get(id).attempts;
     attempts.into_iter().map(|a| (a.attempt, a.plugin_version, a.fault.map(|f| f.code))).collect()
 }
 
-fn version(v: &str) -> Option<String> {
+pub(super) fn version(v: &str) -> Option<String> {
     Some(v.to_owned())
 }
 
@@ -581,8 +500,10 @@ pub fn every_spent_attempt_is_recorded_with_its_plugin_version(backend: &dyn Bac
     let record = rig.get(id);
     assert_eq!(record.attempts.iter().map(|a| a.finished_at).collect::<Vec<_>>(), reported_at);
     assert_eq!(record.attempts[0].fault.as_ref().unwrap().body, b"on v1");
-    let listed = rig.dispatcher.store().list(&Default::default()).unwrap();
-    assert!(listed.iter().all(|r| r.attempts.is_empty()), "`list` leaves attempts to `get`");
+    if let Some(queries) = rig.dispatcher.store().supports().queries {
+        let listed = queries.list(&Default::default()).unwrap();
+        assert!(listed.iter().all(|r| r.attempts.is_empty()), "`list` leaves attempts to `get`");
+    }
 }
 
 /// Conformance check: each attempt records its run's start, duration and
@@ -640,11 +561,14 @@ pub fn fault_bodies_with_nul_are_kept_in_the_history(backend: &dyn Backend) {
     let record = rig.get(id);
     let kept: Vec<&[u8]> = record.attempts.iter().map(|a| a.fault.as_ref().unwrap().body.as_slice()).collect();
     assert_eq!(kept, bodies);
-    // The completion path appends after such a history too.
-    rig.dispatcher.retry_incident(id).unwrap();
-    let job = rig.fetch_one("t");
-    rig.dispatcher.report(&job, Ending::Returned(b"1".to_vec()), Some("v2")).unwrap();
-    assert_eq!(rig.get(id).attempts.len(), 4);
+    // The completion path appends after such a history too (where the
+    // incident can be retried).
+    if rig.dispatcher.store().supports().incidents.is_some() {
+        rig.dispatcher.retry_incident(id).unwrap();
+        let job = rig.fetch_one("t");
+        rig.dispatcher.report(&job, Ending::Returned(b"1".to_vec()), Some("v2")).unwrap();
+        assert_eq!(rig.get(id).attempts.len(), 4);
+    }
 }
 
 /// A history keeps the first `HISTORY_FAULT_BODY` bytes of each fault; the
@@ -670,40 +594,6 @@ pub fn a_business_outcome_is_an_attempt_without_a_fault(backend: &dyn Backend) {
     let fault = Fault::json("payment.declined", &json!({ "reason": "insufficient-funds" }));
     rig.dispatcher.report(&job, Ending::Fault(fault), Some("v7")).unwrap();
     assert_eq!(history(&rig, id), vec![(1, version("v7"), None)]);
-}
-
-/// Conformance check: lock expiries are attempts without a version and a retried incident continues its history.
-pub fn lock_expiries_are_attempts_without_a_version_and_a_retried_incident_continues_its_history(
-    backend: &dyn Backend,
-) {
-    let rig = Rig::with_topic(backend, fixed(2, 0));
-    let id = rig.enqueue("t");
-    let first = rig.fetch_one("t");
-    rig.clock.advance(LOCK);
-    let second = rig.fetch_one("t");
-    assert_eq!(second.attempt, 2);
-    let expired = (1, None, Some(codes::LOCK_EXPIRED.to_owned()));
-    assert_eq!(history(&rig, id), vec![expired.clone()]);
-    assert_eq!(rig.get(id).attempts[0].finished_at, rig.clock.now(), "recorded when reclaimed");
-    // The report of a lost lock is dropped: nothing recorded.
-    assert_eq!(rig.complete(&first), Reported::LockLost);
-    assert_eq!(history(&rig, id).len(), 1);
-    rig.clock.advance(LOCK);
-    assert!(rig.fetch("t", 10).is_empty());
-    assert!(matches!(rig.outcome_of(id), Outcome::Failed { .. }));
-    let incident = (2, None, Some(codes::LOCK_EXPIRED.to_owned()));
-    assert_eq!(history(&rig, id), vec![expired.clone(), incident.clone()], "kept when the job ends");
-
-    assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::Requeued);
-    assert_eq!(history(&rig, id).len(), 2, "kept when the incident is retried");
-    for attempt in 1..=2 {
-        let job = rig.fetch_one("t");
-        assert_eq!(job.attempt, attempt);
-        rig.dispatcher.report(&job, Ending::Fault(Fault::new("boom", "")), Some("v2")).unwrap();
-    }
-    assert_eq!(rig.dispatcher.store().incidents().unwrap().len(), 1, "failed again");
-    let boom = |attempt| (attempt, version("v2"), Some("boom".to_owned()));
-    assert_eq!(history(&rig, id), vec![expired, incident, boom(1), boom(2)]);
 }
 
 /// Conformance check: keyed enqueue counts and wakes only when it creates.

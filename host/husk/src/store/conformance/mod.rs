@@ -1,17 +1,24 @@
-//! The store conformance suite (feature `conformance`): the same checks —
-//! the [`JobStore`] contract, and the dispatcher's semantics on top of it
+//! The store conformance suite (feature `conformance`): the same checks
+//! run against any backend, in the order a new store meets them — the
+//! queue ([`JobStore`]: `queue`) and the dispatcher's semantics on it
 //! (classification, retry by re-arm, delivery, locks, cancels, attempt
-//! histories) — run against any backend. A backend that passes them is a
-//! backend: husk runs them against its memory, SQLite and PostgreSQL
-//! stores. In a backend's tests:
+//! histories: `dispatch`), then each capability the store supports, in a
+//! module of its own (`queries`, `incidents`, `pauses`, `pruning`,
+//! `versions`, `shared`). A backend that passes them is a backend: husk
+//! runs them against its memory, SQLite and PostgreSQL stores, and the
+//! queue's against a store with nothing more. In a backend's tests:
 //!
 //! ```ignore
 //! mod conformance {
 //!     use std::sync::Arc;
 //!     use husk::store::conformance::Fresh;
 //!
-//!     // One test per check, each on fresh stores made by the closure.
-//!     husk::store_conformance!(|| Fresh::new(Arc::new(MyStore::open_empty()), ()));
+//!     // One test per check, each on fresh stores made by the closure; the
+//!     // store must support exactly what `supports` lists.
+//!     husk::store_conformance!(
+//!         || Fresh::new(Arc::new(MyStore::open_empty()), ()),
+//!         supports: [queries, incidents, pauses]
+//!     );
 //! }
 //! ```
 //!
@@ -20,7 +27,13 @@
 //! missing). Time is a manual clock: no check sleeps.
 
 pub mod dispatch;
-pub mod store;
+pub mod incidents;
+pub mod pauses;
+pub mod pruning;
+pub mod queries;
+pub mod queue;
+pub mod shared;
+pub mod versions;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -155,13 +168,30 @@ pub fn rules(rules: serde_json::Value) -> ErrorMapper {
     ErrorMapper::Rules(Rules::new(rules).unwrap())
 }
 
+/// Checks that `backend`'s stores support exactly `claimed` (the names of
+/// [`Supports::names`](crate::store::Supports::names)): a suite that
+/// claims a capability the store lacks, or leaves out one it has, fails.
+pub fn supports_what_its_suite_claims(backend: &dyn Backend, claimed: &[&str]) {
+    let fresh = backend.fresh();
+    assert_eq!(
+        fresh.store().supports().names(),
+        claimed,
+        "what the store supports, against the suite's `supports: [...]`"
+    );
+}
+
 /// One `#[test]` per conformance check, each running it on the backend
 /// `$backend` (an expression of a type implementing
-/// [`Backend`](crate::store::conformance::Backend), evaluated in each test).
-/// Attributes in brackets before it go on every test.
+/// [`Backend`](crate::store::conformance::Backend), evaluated in each test):
+/// the checks of the queue ([`JobStore`]) and of the dispatcher on it, then,
+/// in a module per capability, the checks of each capability listed after
+/// `supports:` (the store must support exactly those; each capability's
+/// checks may use the ones before it in this order: queries, incidents,
+/// pauses, pruning, versions, shared). Attributes in brackets before the
+/// backend go on every test.
 #[macro_export]
 macro_rules! store_conformance {
-    ([$($attrs:tt)*] $backend:expr) => {
+    ([$($attrs:tt)*] $backend:expr $(, supports: [$($capability:ident),* $(,)?])?) => {
         $crate::__store_conformance_tests! {
             [$($attrs)*] ($backend)
             dispatch::raw_fault_classified_to_business_error_is_delivered_terminal,
@@ -176,8 +206,6 @@ macro_rules! store_conformance {
             dispatch::technical_fault_re_arms_and_is_refetched_only_after_not_before,
             dispatch::a_waiting_fetch_wakes_at_the_nearest_gate,
             dispatch::a_waiting_fetch_wakes_on_enqueue,
-            dispatch::a_fetch_of_a_paused_topic_sleeps_through_enqueues_until_the_resume,
-            dispatch::exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault,
             dispatch::business_outcomes_are_never_retried,
             dispatch::a_report_after_lock_expiry_is_dropped,
             dispatch::lock_expiry_counts_as_an_attempt,
@@ -192,25 +220,86 @@ macro_rules! store_conformance {
             dispatch::fault_bodies_with_nul_are_kept_in_the_history,
             dispatch::a_history_keeps_a_cut_of_each_fault_body,
             dispatch::a_business_outcome_is_an_attempt_without_a_fault,
-            dispatch::lock_expiries_are_attempts_without_a_version_and_a_retried_incident_continues_its_history,
             dispatch::keyed_enqueue_counts_and_wakes_only_when_it_creates,
             dispatch::an_async_enqueue_lands_counted_and_wakes_even_if_its_caller_stops_waiting,
-            store::outcome_log_is_ordered_and_resumable_by_cursor,
-            store::depths_and_listing_follow_job_states,
-            store::listing_filters_by_outcome_enqueue_time_and_fault_code,
-            store::release_requeues_on_the_same_attempt_unless_a_cancel_was_asked,
-            store::an_idempotency_key_enqueues_one_job_even_after_it_ended,
-            store::distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once,
-            store::outputs_and_fault_bodies_are_kept_byte_exact,
-            store::a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed,
-            store::plugin_versions_are_kept_made_current_and_pruned,
-            store::retention_keeps_the_tables_bounded_over_a_week,
-            store::a_capped_enqueue_counts_live_jobs_of_the_tenants_topics,
-            store::a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident,
+            queue::outcome_log_is_ordered_and_resumable_by_cursor,
+            queue::release_requeues_on_the_same_attempt_unless_a_cancel_was_asked,
+            queue::an_idempotency_key_enqueues_one_job_even_after_it_ended,
+            queue::distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once,
+            queue::outputs_and_fault_bodies_are_kept_byte_exact,
+        }
+        $crate::__store_conformance_claims!([$($attrs)*] $backend, [$($($capability),*)?]);
+        $crate::__store_conformance_capabilities!([$($attrs)*] ($backend) $($($capability)*)?);
+    };
+    ($backend:expr $(, supports: [$($capability:ident),* $(,)?])?) => {
+        $crate::store_conformance!([] $backend $(, supports: [$($capability),*])?);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_claims {
+    ([$($attr:meta),*] $backend:expr, [$($capability:ident),*]) => {
+        #[test]
+        $(#[$attr])*
+        fn the_store_supports_what_its_suite_claims() {
+            $crate::store::conformance::supports_what_its_suite_claims(&$backend, &[$(stringify!($capability)),*])
         }
     };
-    ($backend:expr) => {
-        $crate::store_conformance!([] $backend);
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_capabilities {
+    ($attrs:tt ($backend:expr)) => {};
+    ($attrs:tt ($backend:expr) $first:ident $($rest:ident)*) => {
+        $crate::__store_conformance_capability!($first $attrs ($backend));
+        $crate::__store_conformance_capabilities!($attrs ($backend) $($rest)*);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_capability {
+    (queries $attrs:tt ($backend:expr)) => {
+        $crate::__store_conformance_module!(queries $attrs ($backend)
+            depths_and_listing_follow_job_states,
+            listing_filters_by_outcome_enqueue_time_and_fault_code,
+            a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident,
+        );
+    };
+    (incidents $attrs:tt ($backend:expr)) => {
+        $crate::__store_conformance_module!(incidents $attrs ($backend)
+            exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault,
+            lock_expiries_are_attempts_without_a_version_and_a_retried_incident_continues_its_history,
+        );
+    };
+    (pauses $attrs:tt ($backend:expr)) => {
+        $crate::__store_conformance_module!(pauses $attrs ($backend)
+            a_paused_topic_takes_enqueues_but_is_not_fetched_until_resumed,
+            a_fetch_of_a_paused_topic_sleeps_through_enqueues_until_the_resume,
+        );
+    };
+    (pruning $attrs:tt ($backend:expr)) => {
+        $crate::__store_conformance_module!(pruning $attrs ($backend) retention_keeps_the_tables_bounded_over_a_week);
+    };
+    (versions $attrs:tt ($backend:expr)) => {
+        $crate::__store_conformance_module!(versions $attrs ($backend) plugin_versions_are_kept_made_current_and_pruned);
+    };
+    (shared $attrs:tt ($backend:expr)) => {
+        $crate::__store_conformance_module!(shared $attrs ($backend) a_capped_enqueue_counts_live_jobs_of_the_tenants_topics);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_module {
+    ($group:ident $attrs:tt ($backend:expr) $($name:ident),* $(,)?) => {
+        mod $group {
+            #[allow(unused_imports)]
+            use super::*;
+            $( $crate::__store_conformance_test!($attrs, $backend, $group, $name); )*
+        }
     };
 }
 

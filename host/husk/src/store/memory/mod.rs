@@ -2,7 +2,7 @@
 //! queues per topic, gates and lock expiries ordered by time) and a bounded
 //! log of terminal outcomes. Fast, and gone when the process ends.
 //!
-//! Idempotency keys are kept as long as their job: [`JobStore::prune`]
+//! Idempotency keys are kept as long as their job: [`Pruning::prune`](crate::store::Pruning::prune)
 //! forgets both. The log is also bounded by count (the last
 //! [`DEFAULT_RETAINED_OUTCOMES`] by default): past it the oldest outcome is
 //! forgotten, but not its key — a key whose job was forgotten that way
@@ -23,6 +23,7 @@ use super::{
     JobStore, ListFilter, Lock, NewJob, Pruned, Report, Reported, Retention, RetryIncidentResult, StoreError,
     StoredVersion, TopicVersion,
 };
+use super::{Behaviour, Incidents, Pauses, Pruning, Queries, Supports, VersionToKeep, Versions};
 use crate::fault::Fault;
 use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::RetryPolicySpec;
@@ -65,14 +66,14 @@ struct Inner {
     /// Paused topics: not fetched.
     paused: BTreeSet<String>,
     /// Plugin versions per topic.
-    versions: HashMap<String, Versions>,
+    versions: HashMap<String, TopicVersions>,
     /// The highest outcome sequence number pruned (by age or by count).
     pruned_through: u64,
 }
 
 /// A topic's kept plugin versions.
 #[derive(Debug)]
-struct Versions {
+struct TopicVersions {
     current: String,
     config: Option<String>,
     /// Least recently current first; the current one last.
@@ -133,8 +134,8 @@ impl MemoryStore {
     }
 
     /// This store, its reports handed to the dispatcher's completer as a
-    /// PostgreSQL store's are ([`JobStore::completes_in_background`]): for
-    /// exercising that path, since nothing here waits for a flush.
+    /// PostgreSQL store's are ([`Behaviour::commits_wait_for_a_flush`]):
+    /// for exercising that path, since nothing here waits for a flush.
     #[must_use]
     pub fn completing_in_background(mut self) -> Self {
         self.background = true;
@@ -147,8 +148,12 @@ impl MemoryStore {
 }
 
 impl JobStore for MemoryStore {
-    fn completes_in_background(&self) -> bool {
-        self.background
+    fn behaviour(&self) -> Behaviour {
+        Behaviour { commits_wait_for_a_flush: self.background, ..Behaviour::default() }
+    }
+
+    fn supports(&self) -> Supports<'_> {
+        Supports::all_but_sharing(self)
     }
 
     fn enqueue(&self, jobs: Vec<NewJob>, now: SystemTime) -> Result<Vec<Enqueued>, StoreError> {
@@ -306,6 +311,46 @@ impl JobStore for MemoryStore {
         Ok(CancelResult::Cancelled(Box::new(inner.end(id, Outcome::Cancelled, now, self.retained))))
     }
 
+    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
+        let inner = self.lock();
+        Ok(inner.record(id).map(|record| JobRecord { attempts: inner.history(id), ..record }))
+    }
+
+    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
+        let inner = self.lock();
+        let start = inner.log.partition_point(|o| o.seq <= after);
+        Ok(inner.log.iter().skip(start).take(limit).cloned().collect())
+    }
+
+    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
+        let inner = self.lock();
+        let mut depths: Vec<_> = inner.depths.iter().map(|(t, d)| (t.clone(), *d)).collect();
+        depths.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(depths)
+    }
+}
+
+impl Queries for MemoryStore {
+    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
+        let inner = self.lock();
+        let mut ids: Vec<JobId> = inner.live.keys().chain(inner.ended.keys()).copied().collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(ids
+            .into_iter()
+            .filter_map(|id| inner.record(id))
+            .filter(|r| filter.before.is_none_or(|before| r.id < before) && filter.matches(r))
+            .take(filter.limit.unwrap_or(100))
+            .collect())
+    }
+
+    fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
+        let inner = self.lock();
+        let live = inner.live.get(&id).map(|job| job.input.clone());
+        Ok(live.or_else(|| inner.ended.get(&id)?.incident.as_ref().map(|i| i.input.clone())))
+    }
+}
+
+impl Incidents for MemoryStore {
     fn retry_incident(&self, id: JobId, now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
         let mut inner = self.lock();
         if !inner.incidents.remove(&id) {
@@ -335,40 +380,25 @@ impl JobStore for MemoryStore {
         Ok(RetryIncidentResult::Requeued)
     }
 
-    fn get(&self, id: JobId) -> Result<Option<JobRecord>, StoreError> {
-        let inner = self.lock();
-        Ok(inner.record(id).map(|record| JobRecord { attempts: inner.history(id), ..record }))
-    }
-
-    fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError> {
-        let inner = self.lock();
-        let mut ids: Vec<JobId> = inner.live.keys().chain(inner.ended.keys()).copied().collect();
-        ids.sort_unstable_by(|a, b| b.cmp(a));
-        Ok(ids
-            .into_iter()
-            .filter_map(|id| inner.record(id))
-            .filter(|r| filter.before.is_none_or(|before| r.id < before) && filter.matches(r))
-            .take(filter.limit.unwrap_or(100))
-            .collect())
-    }
-
-    fn incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
+    fn open_incidents(&self) -> Result<Vec<JobRecord>, StoreError> {
         let inner = self.lock();
         Ok(inner.incidents.iter().filter_map(|id| inner.record(*id)).collect())
     }
 
-    fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
-        let inner = self.lock();
-        let live = inner.live.get(&id).map(|job| job.input.clone());
-        Ok(live.or_else(|| inner.ended.get(&id)?.incident.as_ref().map(|i| i.input.clone())))
+    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+        let mut inner = self.lock();
+        if !inner.incidents.remove(&id) {
+            let known = inner.live.contains_key(&id) || inner.ended.contains_key(&id);
+            return Ok(if known { DiscardResult::NotAnIncident } else { DiscardResult::NotFound });
+        }
+        if let Some(ended) = inner.ended.get_mut(&id) {
+            ended.incident = None;
+        }
+        Ok(DiscardResult::Discarded)
     }
+}
 
-    fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
-        let inner = self.lock();
-        let start = inner.log.partition_point(|o| o.seq <= after);
-        Ok(inner.log.iter().skip(start).take(limit).cloned().collect())
-    }
-
+impl Pauses for MemoryStore {
     fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
         let mut inner = self.lock();
         Ok(if paused { inner.paused.insert(topic.to_owned()) } else { inner.paused.remove(topic) })
@@ -377,7 +407,9 @@ impl JobStore for MemoryStore {
     fn paused(&self) -> Result<Vec<String>, StoreError> {
         Ok(self.lock().paused.iter().cloned().collect())
     }
+}
 
+impl Pruning for MemoryStore {
     fn prune(&self, retention: &Retention, now: SystemTime, batch: usize) -> Result<Pruned, StoreError> {
         let mut inner = self.lock();
         let expired: Vec<(u64, JobId)> = inner
@@ -407,29 +439,13 @@ impl JobStore for MemoryStore {
     fn pruned_through(&self) -> Result<u64, StoreError> {
         Ok(self.lock().pruned_through)
     }
+}
 
-    fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
+impl Versions for MemoryStore {
+    fn put_version(&self, put: &VersionToKeep<'_>) -> Result<(), StoreError> {
+        let VersionToKeep { topic, version, component, config, keep } = *put;
         let mut inner = self.lock();
-        if !inner.incidents.remove(&id) {
-            let known = inner.live.contains_key(&id) || inner.ended.contains_key(&id);
-            return Ok(if known { DiscardResult::NotAnIncident } else { DiscardResult::NotFound });
-        }
-        if let Some(ended) = inner.ended.get_mut(&id) {
-            ended.incident = None;
-        }
-        Ok(DiscardResult::Discarded)
-    }
-
-    fn put_version(
-        &self,
-        topic: &str,
-        version: &StoredVersion,
-        component: &[u8],
-        config: bool,
-        keep: usize,
-    ) -> Result<(), StoreError> {
-        let mut inner = self.lock();
-        let versions = inner.versions.entry(topic.to_owned()).or_insert_with(|| Versions {
+        let versions = inner.versions.entry(topic.to_owned()).or_insert_with(|| TopicVersions {
             current: version.digest.clone(),
             config: None,
             kept: Vec::new(),
@@ -479,12 +495,5 @@ impl JobStore for MemoryStore {
         let inner = self.lock();
         let kept = inner.versions.get(topic).and_then(|v| v.kept.iter().find(|(v, _)| v.digest == digest));
         Ok(kept.map(|(_, component)| component.to_vec()))
-    }
-
-    fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
-        let inner = self.lock();
-        let mut depths: Vec<_> = inner.depths.iter().map(|(t, d)| (t.clone(), *d)).collect();
-        depths.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(depths)
     }
 }

@@ -1,0 +1,133 @@
+//! Conformance checks of [`Queries`](crate::store::Queries): listing and
+//! its filters and pages, and a job's input while the store keeps it.
+
+use std::time::Duration;
+
+use crate::fault::Fault;
+use crate::outcome::{Outcome, OutcomeKind};
+use crate::store::{
+    AttemptRun, CancelResult, DiscardResult, FetchRequest, JobId, JobState, ListFilter, NewJob, Report, Reported,
+    RetryIncidentResult,
+};
+
+use super::Backend;
+use super::queue::{end_one, failed, ids_of, job, now, report_one, run_to_end};
+
+/// Conformance check: listing filters by outcome, enqueue time and fault
+/// code, a job's latest outcome deciding.
+pub fn listing_filters_by_outcome_enqueue_time_and_fault_code(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let at = |secs: u64| now() + Duration::from_secs(secs);
+    let enqueue = |secs: u64| store.enqueue(vec![job("t")], at(secs)).unwrap()[0].id;
+    let done = || Outcome::Completed { output: b"1".to_vec() };
+    let completed = enqueue(0);
+    end_one(store, "t", done(), at(0));
+    let gated = enqueue(10);
+    let fault = Fault::new("net.timeout", "{}");
+    let re_arm = Report::ReArm { fault, not_before: at(1000), run: AttemptRun::default() };
+    assert_eq!(report_one(store, "t", re_arm, at(10)), Reported::ReArmed);
+    let incident = enqueue(20);
+    end_one(store, "t", failed("t", "db.down"), at(20));
+    let cancelled = enqueue(30);
+    assert!(matches!(store.cancel(cancelled, at(30)).unwrap(), CancelResult::Cancelled(_)));
+    // Failed, retried, then completed: its latest outcome is `completed`.
+    let recovered = enqueue(40);
+    end_one(store, "t", failed("t", "disk.full"), at(40));
+    assert_eq!(store.incidents().unwrap().retry_incident(recovered, at(41)).unwrap(), RetryIncidentResult::Requeued);
+    end_one(store, "t", done(), at(42));
+    let other = store.enqueue(vec![job("u")], at(50)).unwrap()[0].id;
+
+    let ids = |filter: ListFilter| {
+        store.queries().unwrap().list(&filter).unwrap().into_iter().map(|r| r.id).collect::<Vec<_>>()
+    };
+    let kind = |k: OutcomeKind| ListFilter { outcome: Some(k), ..ListFilter::default() };
+    assert_eq!(ids(kind(OutcomeKind::Completed)), vec![recovered, completed]);
+    assert_eq!(ids(kind(OutcomeKind::Failed)), vec![incident], "an incident retried to completion is not failed");
+    assert_eq!(ids(kind(OutcomeKind::Cancelled)), vec![cancelled]);
+    assert_eq!(ids(kind(OutcomeKind::BusinessError)), Vec::<JobId>::new());
+    let failed_elsewhere = ListFilter { topic: Some("u".into()), ..kind(OutcomeKind::Failed) };
+    assert_eq!(ids(failed_elsewhere), Vec::<JobId>::new());
+    let code = |text: &str| ListFilter { fault_code: Some(text.into()), ..ListFilter::default() };
+    assert_eq!(ids(code("db")), vec![incident], "an ended job's last fault");
+    assert_eq!(ids(code("timeout")), vec![gated], "a live job's last fault");
+    assert_eq!(ids(ListFilter { state: Some(JobState::Gated), ..code("timeout") }), vec![gated]);
+    assert_eq!(ids(ListFilter { outcome: Some(OutcomeKind::Failed), ..code("timeout") }), Vec::<JobId>::new());
+    assert_eq!(ids(code("nothing.like.it")), Vec::<JobId>::new());
+    let window = ListFilter { enqueued_after: Some(at(10)), enqueued_before: Some(at(30)), ..ListFilter::default() };
+    assert_eq!(ids(window), vec![incident, gated], "after is inclusive, before exclusive");
+    let early_ended =
+        ListFilter { state: Some(JobState::Terminal), enqueued_before: Some(at(25)), ..ListFilter::default() };
+    assert_eq!(ids(early_ended), vec![incident, completed]);
+    let late = ListFilter { enqueued_after: Some(at(45)), ..ListFilter::default() };
+    assert_eq!(ids(late), vec![other]);
+    let page = ListFilter { before: Some(recovered), limit: Some(2), ..kind(OutcomeKind::Completed) };
+    assert_eq!(ids(page), vec![completed], "filters page with `before`");
+}
+
+/// Conformance check: depths and listing follow job states.
+pub fn depths_and_listing_follow_job_states(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let ids = ids_of(store.enqueue(vec![job("a"), job("a"), job("b")], now()).unwrap());
+    let gated = NewJob { not_before: Some(now() + Duration::from_secs(5)), ..job("b") };
+    let gated_id = store.enqueue(vec![gated], now()).unwrap()[0].id;
+    let topics = ["a".to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
+    store.fetch_and_lock(request, now()).unwrap();
+    let depths: std::collections::HashMap<_, _> = store.depths().unwrap().into_iter().collect();
+    assert_eq!((depths["a"].queued, depths["a"].running, depths["a"].gated), (1, 1, 0));
+    assert_eq!((depths["b"].queued, depths["b"].gated), (1, 1));
+    assert!(matches!(store.cancel(ids[2], now()).unwrap(), CancelResult::Cancelled(_)));
+    let depths: std::collections::HashMap<_, _> = store.depths().unwrap().into_iter().collect();
+    assert_eq!(depths["b"].queued, 0);
+
+    let listed =
+        store.queries().unwrap().list(&ListFilter { topic: Some("b".into()), ..ListFilter::default() }).unwrap();
+    assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![gated_id, ids[2]], "newest first");
+    let gated_only =
+        store.queries().unwrap().list(&ListFilter { state: Some(JobState::Gated), ..ListFilter::default() }).unwrap();
+    assert_eq!(gated_only.iter().map(|r| r.id).collect::<Vec<_>>(), vec![gated_id]);
+    let first_page = store.queries().unwrap().list(&ListFilter { limit: Some(2), ..ListFilter::default() }).unwrap();
+    assert_eq!(first_page.len(), 2);
+    // The next page: older than the first page's last, none of it again.
+    let before = Some(first_page[1].id);
+    let next =
+        store.queries().unwrap().list(&ListFilter { limit: Some(100), before, ..ListFilter::default() }).unwrap();
+    assert!(!next.is_empty() && next.iter().all(|job| job.id < first_page[1].id), "{next:?}");
+    let all = store.queries().unwrap().list(&ListFilter { limit: Some(100), ..ListFilter::default() }).unwrap();
+    assert_eq!(first_page.len() + next.len(), all.len(), "two pages hold every job once");
+}
+
+/// Conformance check: a job's input is kept while it lives and while it is
+/// an open incident, and is gone once it ended otherwise.
+pub fn a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let input = b"{\"name\":\"<input>\"}\xff".to_vec();
+    let new = NewJob { input: input.clone(), ..job("t") };
+    let id = store.enqueue(vec![new], now()).unwrap()[0].id;
+    assert_eq!(store.queries().unwrap().input(id).unwrap().as_deref(), Some(&input[..]), "queued");
+    assert_eq!(store.queries().unwrap().input(JobId(id.0 + 1000)).unwrap(), None, "no such job");
+    let topics = ["t".to_owned()];
+    let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
+    let lock = store.fetch_and_lock(request, now()).unwrap().jobs[0].lock;
+    assert_eq!(store.queries().unwrap().input(id).unwrap().as_deref(), Some(&input[..]), "running");
+    let failed = Outcome::Failed {
+        topic: "t".into(),
+        attempts: 1,
+        last_fault: Fault::new("boom", ""),
+        diagnostic: "no mapper".into(),
+        plugin_version: None,
+    };
+    store.report(vec![(lock, Report::End { outcome: failed.clone(), run: AttemptRun::default() })], now()).unwrap();
+    assert_eq!(
+        store.queries().unwrap().input(id).unwrap().as_deref(),
+        Some(&input[..]),
+        "an open incident keeps it for its retry"
+    );
+    assert_eq!(store.incidents().unwrap().discard_incident(id).unwrap(), DiscardResult::Discarded);
+    assert_eq!(store.queries().unwrap().input(id).unwrap(), None, "a discarded incident keeps none");
+    let done = run_to_end(store, "t", Outcome::Completed { output: b"1".to_vec() });
+    assert_eq!(store.queries().unwrap().input(done).unwrap(), None, "a completed job keeps none");
+}
