@@ -82,6 +82,8 @@ impl From<StoreError> for ApiError {
         let (status, kind) = match &error {
             StoreError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "store-unavailable"),
             StoreError::Conflict { .. } => (StatusCode::CONFLICT, "store-conflict"),
+            // An embedder's store without listing, incidents or pauses.
+            StoreError::Unsupported { .. } => (StatusCode::NOT_IMPLEMENTED, "not-supported"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "store-failed"),
         };
         Self::new(status, kind, error.to_string())
