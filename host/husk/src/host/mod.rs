@@ -5,18 +5,22 @@
 
 mod deploy;
 mod jobs;
+mod pruner;
+mod services;
+mod snapshot;
 mod stored;
 mod topic;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
 pub use deploy::DeployError;
+pub use pruner::{PRUNE_BATCH, PRUNE_EVERY};
+use services::Services;
+pub use snapshot::{SNAPSHOT_COST_FACTOR, SNAPSHOT_EVERY};
 pub use stored::FOLLOW_EVERY;
 use stored::{Swappable, kept_in};
 pub use topic::{MapperSpec, OperatorFile, PluginSource, Topic};
@@ -34,26 +38,6 @@ use crate::sandbox::Sandbox;
 use crate::store::{Capped, Enqueued, JobId, JobStore, MemoryStore, QueueCap, Retention, StoreError};
 use crate::versions::{KEPT_VERSIONS, VersionLog};
 use crate::worker::{AttemptObserver, Handler, PoolHooks, WasmHandler, WorkerPool};
-
-/// How often the cleaner prunes ended jobs (see [`HostBuilder::retention`]).
-pub const PRUNE_EVERY: Duration = Duration::from_secs(60);
-
-/// Outcomes pruned per store transaction.
-pub const PRUNE_BATCH: usize = 1_000;
-
-/// How often the status snapshot is published while workers run, at most.
-pub const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
-
-/// A snapshot counts the store's live jobs, a scan of them: one that took
-/// `t` is followed by the next no sooner than this many times `t` (so with
-/// a large backlog, counting takes at most a twentieth of one store
-/// connection's time, in each process).
-pub const SNAPSHOT_COST_FACTOR: u32 = 20;
-
-/// When the snapshot after one begun at `started` that took `took` is due.
-fn next_snapshot(started: std::time::Instant, took: Duration) -> std::time::Instant {
-    started + SNAPSHOT_EVERY.max(took.saturating_mul(SNAPSHOT_COST_FACTOR))
-}
 
 /// Why a host could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -289,9 +273,7 @@ impl HostBuilder {
             retention: self.retention,
             prune_every: self.prune_every,
             pools: Mutex::new(Vec::new()),
-            publisher: Mutex::new(None),
-            follower: Mutex::new(None),
-            stopping: Arc::new(AtomicBool::new(false)),
+            services: Services::default(),
         };
         if self.start_workers {
             host.start_workers().map_err(HostError::Workers)?;
@@ -327,10 +309,8 @@ pub struct Host {
     /// How often the cleaner prunes.
     prune_every: Duration,
     pools: Mutex<Vec<WorkerPool>>,
-    publisher: Mutex<Option<JoinHandle<()>>>,
-    /// The thread following other processes' deploys and rollbacks.
-    follower: Mutex<Option<JoinHandle<()>>>,
-    stopping: Arc<AtomicBool>,
+    /// The snapshot publisher, the cleaner and the version follower.
+    services: Services,
 }
 
 impl std::fmt::Debug for Host {
@@ -522,7 +502,7 @@ impl Host {
     /// When a thread cannot be spawned.
     pub fn start_workers(&self) -> std::io::Result<()> {
         let mut pools = self.pools.lock();
-        if !pools.is_empty() {
+        if !pools.is_empty() || self.services.started() {
             return Ok(());
         }
         for runtime in &self.runtimes {
@@ -536,62 +516,33 @@ impl Host {
                 runtime.hooks.clone(),
             )?);
         }
-        let (dispatcher, stopping) = (self.dispatcher.clone(), self.stopping.clone());
+        self.start_services()
+    }
+
+    /// Starts the background services, in one place (see [`services`]).
+    fn start_services(&self) -> std::io::Result<()> {
+        let store = self.dispatcher.store().as_ref();
+        self.services.start(snapshot::Publisher { dispatcher: self.dispatcher.clone() })?;
         // A store without pruning keeps every ended job: nothing to clean.
-        let retention = self.retention.filter(|_| self.dispatcher.store().supports().pruning.is_some());
-        let prune_every = self.prune_every;
-        let publisher = std::thread::Builder::new().name("husk-snapshot".into()).spawn(move || {
-            // The cleaner runs on this thread too, at most every
-            // `prune_every` (real time: it paces work; what is old enough
-            // to go is decided by the dispatcher's clock).
-            let mut pruned_at: Option<std::time::Instant> = None;
-            let mut snapshot_due = std::time::Instant::now();
-            while !stopping.load(Ordering::Acquire) {
-                if let Some(retention) = &retention
-                    && pruned_at.is_none_or(|at| at.elapsed() >= prune_every)
-                {
-                    pruned_at = Some(std::time::Instant::now());
-                    match dispatcher.prune(retention, PRUNE_BATCH) {
-                        Ok(pruned) if pruned.outcomes > 0 => {
-                            tracing::info!(outcomes = pruned.outcomes, keys = pruned.keys, "pruned ended jobs");
-                        }
-                        Ok(_) => {}
-                        Err(error) => tracing::warn!(%error, "pruning ended jobs failed"),
-                    }
-                }
-                let started = std::time::Instant::now();
-                if started >= snapshot_due {
-                    if let Err(error) = dispatcher.publish_snapshot() {
-                        tracing::warn!(%error, "publishing the status snapshot failed");
-                    }
-                    snapshot_due = next_snapshot(started, started.elapsed());
-                }
-                // Unparked by `shutdown_within`.
-                let wake = snapshot_due.saturating_duration_since(std::time::Instant::now());
-                std::thread::park_timeout(wake.max(Duration::from_millis(10)).min(prune_every));
-            }
-        })?;
-        *self.publisher.lock() = Some(publisher);
+        if let Some(retention) = self.retention.filter(|_| store.supports().pruning.is_some()) {
+            self.services.start(pruner::Pruner {
+                dispatcher: self.dispatcher.clone(),
+                retention,
+                every: self.prune_every,
+            })?;
+        }
         let follower = stored::Follower {
             sandbox: self.sandbox.clone(),
             dispatcher: self.dispatcher.clone(),
             topics: self
                 .runtimes
                 .iter()
-                .filter(|r| kept_in(self.dispatcher.store().as_ref(), &r.topic).is_some())
+                .filter(|r| kept_in(store, &r.topic).is_some())
                 .filter_map(|r| r.swappable.clone())
                 .collect(),
         };
         if !follower.topics.is_empty() {
-            let stopping = self.stopping.clone();
-            let thread = std::thread::Builder::new().name("husk-versions".into()).spawn(move || {
-                while !stopping.load(Ordering::Acquire) {
-                    follower.pass();
-                    // Unparked by `shutdown_within`.
-                    std::thread::park_timeout(stored::FOLLOW_EVERY);
-                }
-            })?;
-            *self.follower.lock() = Some(thread);
+            self.services.start(follower)?;
         }
         Ok(())
     }
@@ -607,7 +558,6 @@ impl Host {
     /// the store on the attempt they were on, which is not spent. Returns
     /// whether every job finished within the grace period.
     pub fn shutdown_within(&self, grace: Option<Duration>) -> bool {
-        self.stopping.store(true, Ordering::Release);
         let pools = std::mem::take(&mut *self.pools.lock());
         self.dispatcher.shut_down();
         pools.iter().for_each(WorkerPool::begin_stop);
@@ -628,10 +578,7 @@ impl Host {
         for pool in pools {
             pool.stop();
         }
-        for thread in [self.publisher.lock().take(), self.follower.lock().take()].into_iter().flatten() {
-            thread.thread().unpark();
-            let _ = thread.join();
-        }
+        self.services.stop();
         in_time
     }
 }
@@ -639,21 +586,5 @@ impl Host {
 impl Drop for Host {
     fn drop(&mut self) {
         self.shutdown();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::{Duration, Instant};
-
-    use super::{SNAPSHOT_EVERY, next_snapshot};
-
-    #[test]
-    fn a_cheap_snapshot_is_taken_every_second_and_a_costly_one_is_spaced_by_its_cost() {
-        let at = Instant::now();
-        assert_eq!(next_snapshot(at, Duration::from_millis(3)), at + SNAPSHOT_EVERY);
-        assert_eq!(next_snapshot(at, Duration::from_millis(50)), at + SNAPSHOT_EVERY, "20 × 50 ms is a second");
-        assert_eq!(next_snapshot(at, Duration::from_millis(70)), at + Duration::from_millis(1400));
-        assert_eq!(next_snapshot(at, Duration::from_millis(500)), at + Duration::from_secs(10));
     }
 }

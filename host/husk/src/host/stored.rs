@@ -26,6 +26,7 @@ use crate::store::{JobStore, StoreError, StoredVersion, TopicVersion, VersionToK
 use crate::versions::{Origin, Stamp, VersionInfo, VersionLog};
 use crate::worker::WasmHandler;
 
+use super::services::Service;
 use super::topic::{MapperSpec, PluginSource, Runner, Topic, wasm_mapper};
 
 /// How often a process looks for versions other processes made current:
@@ -164,10 +165,19 @@ pub(super) struct Follower {
     pub(super) topics: Vec<Swappable>,
 }
 
+impl Service for Follower {
+    const NAME: &'static str = "husk-versions";
+
+    fn pass(&mut self) -> Duration {
+        self.look();
+        FOLLOW_EVERY
+    }
+}
+
 impl Follower {
     /// One look: swaps every topic whose current version in the store is
     /// not this process's.
-    pub(super) fn pass(&self) {
+    pub(super) fn look(&self) {
         let Ok(store) = self.dispatcher.store().versions() else { return };
         let pointers = match store.current_versions() {
             Ok(pointers) => pointers,
