@@ -1,5 +1,5 @@
 //! The dispatcher's semantics on every store backend: the conformance
-//! suite husk exports (`husk::store::conformance`: the queue and the
+//! suite husk exports (`husk::conformance`: the queue and the
 //! dispatcher on it, then each capability a store supports), one test per
 //! check and backend.
 

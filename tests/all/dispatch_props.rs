@@ -12,7 +12,7 @@ use husk::sandbox::Ending;
 use husk::store::{JobId, LockedJob};
 use proptest::prelude::*;
 
-use husk::store::conformance::Backend;
+use husk::conformance::Backend;
 
 use crate::rig::{LOCK, Rig};
 

@@ -1,4 +1,4 @@
-//! The backends the store conformance suite (`husk::store::conformance`)
+//! The backends the store conformance suite (`husk::conformance`)
 //! and the dispatcher's property tests run on: the memory store, SQLite in a
 //! temporary directory, PostgreSQL in a schema of its own per test, and a
 //! store that is a queue and nothing more ([`CoreOnly`]).
@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+pub use husk::conformance::{Fresh, LOCK, Rig, rules};
 use husk::outcome::TerminalOutcome;
-pub use husk::store::conformance::{Fresh, LOCK, Rig, rules};
 use husk::store::{
     CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobStore, Lock, MemoryStore, NewJob,
     Report, Reported, StoreError,

@@ -11,3 +11,16 @@ pub mod recent;
 pub mod serve;
 pub mod tokens;
 mod ui;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::get;
+
+/// Everything `husk serve` answers over HTTP: the API ([`api::routes`])
+/// and the dashboard under `/ui`, which reads through the same [`api::Api`].
+pub fn router(api: Arc<api::Api>) -> Router {
+    api::routes(api.clone())
+        .nest("/ui", ui::router(api))
+        .route("/ui/", get(|| async { axum::response::Redirect::permanent("/ui") }))
+}

@@ -210,7 +210,7 @@ pub fn serve(options: &ServeOptions, stop: Stop, ready: impl FnOnce(SocketAddr))
                 let _ = tx.send(signal);
             }
         };
-        let server = axum::serve(listener, crate::api::router(api)).with_graceful_shutdown(shutdown);
+        let server = axum::serve(listener, crate::router(api)).with_graceful_shutdown(shutdown);
         tokio::select! {
             served = server.into_future() => served.context("serving the API")?,
             () = async {

@@ -40,6 +40,8 @@ mod bindings;
 pub mod capability;
 pub mod classify;
 pub mod clock;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod contract;
 pub mod dispatch;
 pub mod engine;

@@ -1,6 +1,6 @@
 //! The HTTP API of `husk serve` (axum): JSON under `/v1`, bearer tokens per
-//! tenant, plus `/healthz`, `/metrics`, and the dashboard under `/ui` (see
-//! `crate::ui`).
+//! tenant, plus `/healthz` and `/metrics` ([`crate::router`] adds the
+//! dashboard under `/ui`).
 //!
 //! Every refusal is a specific 4xx with a JSON body `{"error": kind,
 //! "message": text}` (see [`ApiError`]); a refused request changes nothing.
@@ -120,8 +120,8 @@ impl Api {
     }
 }
 
-/// The router.
-pub fn router(api: Arc<Api>) -> Router {
+/// The API's routes: `/v1`, `/healthz` and `/metrics`.
+pub fn routes(api: Arc<Api>) -> Router {
     let v1 = Router::new()
         .route("/topics/{topic}/jobs", post(jobs::enqueue))
         .route("/topics/{topic}/jobs/batch", post(jobs::enqueue_batch))
@@ -138,14 +138,7 @@ pub fn router(api: Arc<Api>) -> Router {
         .route("/incidents/{id}/discard", post(jobs::discard))
         .route("/outcomes", get(outcomes::long_poll))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint") });
-    let ui = crate::ui::router(api.clone());
-    Router::new()
-        .nest("/v1", v1)
-        .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics))
-        .with_state(api)
-        .nest("/ui", ui)
-        .route("/ui/", get(|| async { axum::response::Redirect::permanent("/ui") }))
+    Router::new().nest("/v1", v1).route("/healthz", get(healthz)).route("/metrics", get(metrics)).with_state(api)
 }
 
 /// The tenant a request's bearer token belongs to.

@@ -15,8 +15,6 @@
 //! kept as long as its job, beyond the job's end: [`Pruning::prune`]
 //! forgets both once the job's retention has passed.
 
-#[cfg(feature = "conformance")]
-pub mod conformance;
 mod error;
 mod memory;
 mod record;

@@ -11,7 +11,7 @@
 //! ```ignore
 //! mod conformance {
 //!     use std::sync::Arc;
-//!     use husk::store::conformance::Fresh;
+//!     use husk::conformance::Fresh;
 //!
 //!     // One test per check, each on fresh stores made by the closure; the
 //!     // store must support exactly what `supports` lists.
@@ -182,7 +182,7 @@ pub fn supports_what_its_suite_claims(backend: &dyn Backend, claimed: &[&str]) {
 
 /// One `#[test]` per conformance check, each running it on the backend
 /// `$backend` (an expression of a type implementing
-/// [`Backend`](crate::store::conformance::Backend), evaluated in each test):
+/// [`Backend`](crate::conformance::Backend), evaluated in each test):
 /// the checks of the queue ([`JobStore`]) and of the dispatcher on it, then,
 /// in a module per capability, the checks of each capability listed after
 /// `supports:` (the store must support exactly those; each capability's
@@ -243,7 +243,7 @@ macro_rules! __store_conformance_claims {
         #[test]
         $(#[$attr])*
         fn the_store_supports_what_its_suite_claims() {
-            $crate::store::conformance::supports_what_its_suite_claims(&$backend, &[$(stringify!($capability)),*])
+            $crate::conformance::supports_what_its_suite_claims(&$backend, &[$(stringify!($capability)),*])
         }
     };
 }
@@ -318,7 +318,7 @@ macro_rules! __store_conformance_test {
         #[test]
         $(#[$attr])*
         fn $name() {
-            $crate::store::conformance::$group::$name(&$backend)
+            $crate::conformance::$group::$name(&$backend)
         }
     };
 }
