@@ -6,7 +6,8 @@
 use husk_cli::client::{Client, ClientError};
 use serde_json::{Value, json};
 
-use crate::api::{Server, TOKEN_A, TOKEN_Q, config, husk_cli, job_state, refusal, visible_state};
+use crate::api::{husk_cli, visible_state};
+use crate::support_server::{Server, TOKEN_A, TOKEN_Q, config, job_state, refusal};
 
 fn batch(client: &Client, topic: &str, jobs: &Value) -> Result<Value, ClientError> {
     let body = jobs.to_string();

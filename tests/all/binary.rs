@@ -14,9 +14,9 @@ use husk::store::{JobId, JobStore};
 use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
 
-use crate::api::{Server, TOKEN_A, enqueue, job_state};
 use crate::rig::pg::TestSchema;
 use crate::support::guest;
+use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
 
 /// Not UTF-8, with a NUL.
 const BINARY: &[u8] = b"\xff\x00\xfehusk\x80";

@@ -210,7 +210,7 @@ retry = {{ kind = "none" }}
 mapper = "{bad_mapper}"
 mapper_deadline = "1s"
 "#,
-        hash = husk_server::tokens::token_hash(crate::api::TOKEN_A),
+        hash = husk_server::tokens::token_hash(crate::support_server::TOKEN_A),
         sleeper = crate::support::guest("sleeper").display(),
         forger = crate::support::guest("forger").display(),
         bad_mapper = crate::support::guest("bad-mapper").display(),
@@ -219,7 +219,7 @@ mapper_deadline = "1s"
 
 #[test]
 fn husk_serve_ends_jobs_and_mappers_blocked_in_host_calls_and_stops_at_sigterm() {
-    use crate::api::{Server, TOKEN_A, enqueue, job_state};
+    use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
     let server = Server::process(&serve_config());
     let a = server.client(Some(TOKEN_A));
     let ended = |topic: &str, input: Value| {

@@ -16,8 +16,8 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
 
-use crate::api::{Server, TOKEN_A, enqueue};
 use crate::support::guest;
+use crate::support_server::{Server, TOKEN_A, enqueue};
 
 const TOKEN_B: &str = "browser-token-of-tenant-b";
 const READ_A: &str = "browser-read-only-token-of-a";

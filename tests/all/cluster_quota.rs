@@ -12,9 +12,9 @@ use husk::store::{JobStore, PermitLease, Shared};
 use husk_server::tokens::token_hash;
 use serde_json::json;
 
-use crate::api::{Server, TOKEN_A};
 use crate::rig::pg::TestSchema;
 use crate::support::guest;
+use crate::support_server::{Server, TOKEN_A};
 
 const LIMIT: u64 = 3;
 
@@ -155,7 +155,7 @@ plugin = "{sleeper}"
                 let client = server.client(Some(TOKEN_A));
                 scope.spawn(move || {
                     (0..10)
-                        .map(|_| match crate::api::enqueue(&client, "held", &json!({ "sleep_ms": 1 })) {
+                        .map(|_| match crate::support_server::enqueue(&client, "held", &json!({ "sleep_ms": 1 })) {
                             Ok(_) => 201,
                             Err(husk_cli::client::ClientError::Api { status, .. }) => status,
                             Err(other) => panic!("enqueue failed: {other}"),

@@ -12,8 +12,8 @@ use husk_cli::client::ClientError;
 use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
 
-use crate::api::{Server, TOKEN_A, enqueue, job_state};
 use crate::support::guest;
+use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
 
 /// A tmpfs of a given size, mounted on a temporary directory, unmounted
 /// when dropped.

@@ -38,6 +38,7 @@ mod serve;
 mod store;
 mod support;
 mod support_http;
+mod support_server;
 mod support_sink;
 mod swap;
 mod timeout;

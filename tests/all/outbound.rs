@@ -458,7 +458,7 @@ fn config_values_are_the_topics_own() {
 /// the API's job view, the SQLite files.
 #[test]
 fn a_secret_never_leaves_the_guest_through_husk() {
-    use crate::api::{Server, TOKEN_A, enqueue, job_state};
+    use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
     const SECRET: &str = "sk_live_husk_test_5f3a9c71";
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("api-key");

@@ -8,9 +8,9 @@ use std::process::Command;
 use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
 
-use crate::api::{Server, TOKEN_A, enqueue, job_state, refusal};
 use crate::rig::pg::TestSchema;
 use crate::support::guest;
+use crate::support_server::{Server, TOKEN_A, enqueue, job_state, refusal};
 
 const TOKEN_OTHER: &str = "token-of-a-tenant-without-topics";
 

@@ -11,8 +11,8 @@ use std::process::Command;
 use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
 
-use crate::api::{Server, TOKEN_A, enqueue, job_state, refusal};
 use crate::support::guest;
+use crate::support_server::{Server, TOKEN_A, enqueue, job_state, refusal};
 
 fn config(retention: &str) -> String {
     format!(

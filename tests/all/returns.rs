@@ -17,8 +17,9 @@ use husk::worker::{Handled, Handler};
 use husk::{Host, Topic};
 use serde_json::{Value, json};
 
-use crate::api::{Server, TOKEN_A, enqueue, husk_cli, job_state};
+use crate::api::husk_cli;
 use crate::support::guest;
+use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
 use crate::support_sink::WaitingSink;
 use crate::ui::Browser;
 

@@ -12,9 +12,9 @@ use husk::plugin::{PluginError, World};
 use husk::sandbox::Sandbox;
 use serde_json::json;
 
-use crate::api::Server;
 use crate::serve::start_error;
 use crate::support::{guest, output, run, sandbox, test_config};
+use crate::support_server::Server;
 
 /// `transform` precompiled by this build's engine, and the same artifact
 /// with a few KiB past its header overwritten (as a tenant crafting machine
@@ -59,37 +59,38 @@ fn a_config_file_names_a_precompiled_plugin_only_with_allow_precompiled() {
     assert!(compile.status.success(), "{}", String::from_utf8_lossy(&compile.stderr));
     let text = format!(
         "store = \"memory\"\n\n[tenants.a]\ntokens = [\"sha256:{}\"]\n\n[topics.t]\ntenant = \"a\"\nplugin = \"{}\"\nworkers = 1\n",
-        husk_server::tokens::token_hash(crate::api::TOKEN_A),
+        husk_server::tokens::token_hash(crate::support_server::TOKEN_A),
         cwasm.display()
     );
     let error = start_error(dir.path(), &text, &[]);
     assert!(error.contains("precompiled") && error.contains("allow_precompiled"), "{error}");
     // Allowed by the operator: it serves, and runs jobs on it.
     let server = Server::start(&format!("allow_precompiled = true\n{text}"));
-    let a = server.client(Some(crate::api::TOKEN_A));
-    let id = crate::api::enqueue(&a, "t", &json!({ "name": "aot" })).unwrap()["id"].clone();
-    server.wait_until("the job ends", |_| crate::api::job_state(&a, &id)["state"] == "terminal");
-    assert_eq!(crate::api::job_state(&a, &id)["outcome"]["outcome"]["output"]["greeting"], "hello, aot");
+    let a = server.client(Some(crate::support_server::TOKEN_A));
+    let id = crate::support_server::enqueue(&a, "t", &json!({ "name": "aot" })).unwrap()["id"].clone();
+    server.wait_until("the job ends", |_| crate::support_server::job_state(&a, &id)["state"] == "terminal");
+    assert_eq!(crate::support_server::job_state(&a, &id)["outcome"]["outcome"]["output"]["greeting"], "hello, aot");
 }
 
 #[test]
 fn the_api_refuses_a_precompiled_deploy_genuine_or_forged_and_keeps_serving() {
-    let server = Server::start(&crate::api::config());
-    let a = server.client(Some(crate::api::TOKEN_A));
+    let server = Server::start(&crate::support_server::config());
+    let a = server.client(Some(crate::support_server::TOKEN_A));
     let (genuine, forged) = artifacts(&sandbox());
     let versions = || a.get("/v1/topics/a-quote/plugins").unwrap()["versions"].clone();
     let before = versions();
     for (what, bytes) in [("genuine", &genuine), ("forged", &forged)] {
         let refused = a.post("/v1/topics/a-quote/plugins", Some((bytes, "application/octet-stream")), &[]);
-        let (status, kind) = crate::api::refusal(refused);
+        let (status, kind) = crate::support_server::refusal(refused);
         assert_eq!((status, kind.as_str()), (422, "invalid-plugin"), "{what}");
     }
     assert_eq!(versions(), before, "the current version stays");
     // The server still runs the topic's jobs (a forged artifact that had
     // been loaded would have crashed it at the next job).
-    let id = crate::api::enqueue(&a, "a-quote", &json!({ "amount": 1, "currency": "EUR" })).unwrap()["id"].clone();
-    server.wait_until("the job ends", |_| crate::api::job_state(&a, &id)["state"] == "terminal");
-    assert_eq!(crate::api::job_state(&a, &id)["outcome"]["outcome"]["kind"], "completed");
+    let id = crate::support_server::enqueue(&a, "a-quote", &json!({ "amount": 1, "currency": "EUR" })).unwrap()["id"]
+        .clone();
+    server.wait_until("the job ends", |_| crate::support_server::job_state(&a, &id)["state"] == "terminal");
+    assert_eq!(crate::support_server::job_state(&a, &id)["outcome"]["outcome"]["kind"], "completed");
 }
 
 #[test]
@@ -97,9 +98,10 @@ fn watch_refuses_a_precompiled_file_even_with_allow_precompiled() {
     let dir = tempfile::tempdir().unwrap();
     let plugin = dir.path().join("quote.wasm");
     std::fs::copy(guest("quote-v1"), &plugin).unwrap();
-    let text = crate::api::config().replace(&guest("quote-v1").display().to_string(), &plugin.display().to_string());
+    let text = crate::support_server::config()
+        .replace(&guest("quote-v1").display().to_string(), &plugin.display().to_string());
     let server = Server::process_in(dir, &format!("allow_precompiled = true\n{text}"), &["--watch"]);
-    let a = server.client(Some(crate::api::TOKEN_A));
+    let a = server.client(Some(crate::support_server::TOKEN_A));
     let versions = || a.get("/v1/topics/a-quote/plugins").unwrap()["versions"].clone();
     let (genuine, _) = artifacts(&sandbox());
     std::fs::write(&plugin, &genuine).unwrap();

@@ -6,8 +6,8 @@
 use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
 
-use crate::api::{Server, TOKEN_A, enqueue};
 use crate::support::guest;
+use crate::support_server::{Server, TOKEN_A, enqueue};
 
 const TOKEN_B: &str = "ui-token-of-tenant-b";
 const READ_A: &str = "ui-read-only-token-of-a";
@@ -444,7 +444,7 @@ fn the_job_list_filters_by_outcome_time_and_fault_code_and_a_jobs_page_shows_eac
     let listed = client.get("/v1/jobs?fault_code=unavailable&enqueued_after=2000-01-01T00:00:00Z").unwrap();
     let ids: Vec<u64> = listed["jobs"].as_array().unwrap().iter().map(|j| j["id"].as_u64().unwrap()).collect();
     assert_eq!(ids, vec![gated]);
-    let (status, _) = crate::api::refusal(client.get("/v1/jobs?enqueued_before=soon"));
+    let (status, _) = crate::support_server::refusal(client.get("/v1/jobs?enqueued_before=soon"));
     assert_eq!(status, 400);
 
     // A job's page: each attempt's start, how long it ran and its fuel.

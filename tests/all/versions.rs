@@ -9,9 +9,9 @@ use std::time::Instant;
 use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
 
-use crate::api::{Server, TOKEN_A, enqueue, job_state};
 use crate::rig::pg::TestSchema;
 use crate::support::guest;
+use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
 
 fn config(store_lines: &str, plugin: &str) -> String {
     format!(

@@ -34,6 +34,7 @@ pub mod queries;
 pub mod queue;
 pub mod shared;
 pub mod versions;
+pub mod wakes;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -204,8 +205,8 @@ macro_rules! store_conformance {
             dispatch::unknown_topic_is_refused_and_nothing_is_enqueued,
             dispatch::sink_sees_one_terminal_outcome_per_job_never_a_retried_attempt,
             dispatch::technical_fault_re_arms_and_is_refetched_only_after_not_before,
-            dispatch::a_waiting_fetch_wakes_at_the_nearest_gate,
-            dispatch::a_waiting_fetch_wakes_on_enqueue,
+            wakes::a_waiting_fetch_wakes_at_the_nearest_gate,
+            wakes::a_waiting_fetch_wakes_on_enqueue,
             dispatch::business_outcomes_are_never_retried,
             dispatch::a_report_after_lock_expiry_is_dropped,
             dispatch::lock_expiry_counts_as_an_attempt,
@@ -220,8 +221,8 @@ macro_rules! store_conformance {
             dispatch::fault_bodies_with_nul_are_kept_in_the_history,
             dispatch::a_history_keeps_a_cut_of_each_fault_body,
             dispatch::a_business_outcome_is_an_attempt_without_a_fault,
-            dispatch::keyed_enqueue_counts_and_wakes_only_when_it_creates,
-            dispatch::an_async_enqueue_lands_counted_and_wakes_even_if_its_caller_stops_waiting,
+            wakes::keyed_enqueue_counts_and_wakes_only_when_it_creates,
+            wakes::an_async_enqueue_lands_counted_and_wakes_even_if_its_caller_stops_waiting,
             queue::outcome_log_is_ordered_and_resumable_by_cursor,
             queue::release_requeues_on_the_same_attempt_unless_a_cancel_was_asked,
             queue::an_idempotency_key_enqueues_one_job_even_after_it_ended,

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use crate::store::{AttemptRun, FetchRequest, JobId, JobState, LockedJob, NewJob, Report, Reported};
 
-use super::dispatch::{CountingFetches, fixed, next_look};
+use super::dispatch::fixed;
 use super::queue::{fetch_all, ids_of, job, now};
+use super::wakes::{CountingFetches, next_look};
 use super::{Backend, LOCK};
 use crate::clock::ManualClock;
 use crate::dispatch::{Dispatcher, TopicPolicy};
