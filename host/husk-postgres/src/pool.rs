@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
 
-use husk::store::StoreError;
+use std::sync::Arc;
+
+use husk::store::{Cause, StoreError};
 
 use crate::{Channels, PostgresStore};
 
@@ -221,14 +223,22 @@ pub(crate) fn store_error(store: String, what: &str, error: PgError) -> StoreErr
     match error {
         PgError::Db(e) => {
             let message = format!("{what}: {}", describe(&e));
-            match e.code().map(|code| &code.code()[..2]) {
-                Some("08" | "53" | "57") | None => StoreError::Unavailable { store, message },
-                Some("40" | "23") => StoreError::Conflict { store, message },
-                Some(_) => StoreError::Failed { store, message },
+            let class = e.code().map(|code| code.code()[..2].to_owned());
+            let source: Option<Cause> = Some(Arc::new(e));
+            match class.as_deref() {
+                Some("08" | "53" | "57") | None => StoreError::Unavailable { store, message, source },
+                Some("40" | "23") => StoreError::Conflict { store, message, source },
+                Some(_) => StoreError::Failed { store, message, source },
             }
         }
-        PgError::Json(e) => StoreError::Corrupt { store, message: format!("{what}: unreadable stored value: {e}") },
-        PgError::Pool(e) => StoreError::Unavailable { store, message: format!("{what}: {e}") },
+        PgError::Json(e) => {
+            let message = format!("{what}: unreadable stored value: {e}");
+            StoreError::Corrupt { store, message, source: Some(Arc::new(e)) }
+        }
+        PgError::Pool(e) => {
+            let message = format!("{what}: {e}");
+            StoreError::Unavailable { store, message, source: Some(Arc::new(e)) }
+        }
     }
 }
 

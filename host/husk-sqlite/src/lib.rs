@@ -33,7 +33,7 @@ use rows::{Arm, arm, end, from_json, get_record, keyed_job, live_row, outcome_ro
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{OUTCOME_COLUMNS, RUNNING, SCHEMA_VERSION, armed_state, depths_of, millis, time, to_json};
-use husk::store::{Behaviour, Supports};
+use husk::store::{Behaviour, Cause, Supports};
 use husk::store::{
     CancelResult, Depth, EnqueueDone, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobStore, Lock, LockedJob,
     NewJob, Report, Reported, StoreError,
@@ -90,18 +90,23 @@ fn store_error(store: &str, what: &str, error: &rusqlite::Error) -> StoreError {
     };
     let (store, message) = (store.to_owned(), format!("{what}: {error}"));
     match error {
-        rusqlite::Error::SqliteFailure(failure, _) => match failure.code {
-            DatabaseBusy | DatabaseLocked | CannotOpen | DiskFull | SystemIoFailure | ReadOnly | PermissionDenied
-            | OutOfMemory => StoreError::Unavailable { store, message },
-            DatabaseCorrupt | NotADatabase => StoreError::Corrupt { store, message },
-            ConstraintViolation => StoreError::Conflict { store, message },
-            _ => StoreError::Failed { store, message },
-        },
+        rusqlite::Error::SqliteFailure(failure, detail) => {
+            // The database's own failure, kept as the cause (a copy: the
+            // same error may fail every call of one group commit).
+            let source: Option<Cause> = Some(Arc::new(rusqlite::Error::SqliteFailure(*failure, detail.clone())));
+            match failure.code {
+                DatabaseBusy | DatabaseLocked | CannotOpen | DiskFull | SystemIoFailure | ReadOnly
+                | PermissionDenied | OutOfMemory => StoreError::Unavailable { store, message, source },
+                DatabaseCorrupt | NotADatabase => StoreError::Corrupt { store, message, source },
+                ConstraintViolation => StoreError::Conflict { store, message, source },
+                _ => StoreError::Failed { store, message, source },
+            }
+        }
         rusqlite::Error::FromSqlConversionFailure(..)
         | rusqlite::Error::InvalidColumnType(..)
         | rusqlite::Error::IntegralValueOutOfRange(..)
-        | rusqlite::Error::Utf8Error(..) => StoreError::Corrupt { store, message },
-        _ => StoreError::Failed { store, message },
+        | rusqlite::Error::Utf8Error(..) => StoreError::Corrupt { store, message, source: None },
+        _ => StoreError::Failed { store, message, source: None },
     }
 }
 
@@ -121,6 +126,7 @@ impl SqliteStore {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable {
                 store: store.clone(),
                 message: format!("cannot create its directory: {e}"),
+                source: None,
             })?;
         }
         let mut conn = Connection::open(path).map_err(|e| fail("cannot open", &e))?;
@@ -168,14 +174,21 @@ impl SqliteStore {
             .execute_batch(&format!("PRAGMA synchronous = {sync}"))
             .and_then(|()| checkpoints.query_row("PRAGMA journal_mode", [], |_| Ok(())))
             .map_err(|e| fail("cannot configure", &e))?;
-        let checkpointer = Checkpointer::start(checkpoints, "husk-sqlite-ckpt").map_err(|e| {
-            StoreError::Unavailable { store: store.clone(), message: format!("cannot start its checkpointer: {e}") }
-        })?;
+        let checkpointer =
+            Checkpointer::start(checkpoints, "husk-sqlite-ckpt").map_err(|e| StoreError::Unavailable {
+                store: store.clone(),
+                message: format!("cannot start its checkpointer: {e}"),
+                source: None,
+            })?;
         checkpointer.take_over(&mut conn, MARKS).map_err(|e| fail("cannot configure", &e))?;
         let name = store.clone();
         let group =
             Group::new(conn, "husk-sqlite", Arc::new(move |what, e| store_error(&name, what, e))).map_err(|e| {
-                StoreError::Unavailable { store, message: format!("cannot start its connection thread: {e}") }
+                StoreError::Unavailable {
+                    store,
+                    message: format!("cannot start its connection thread: {e}"),
+                    source: None,
+                }
             })?;
         Ok(Self { path: path.to_owned(), group, _checkpointer: checkpointer })
     }
@@ -416,6 +429,9 @@ mod tests {
         let error = SqliteStore::open(&garbage, Durability::Normal).map(|_| ()).unwrap_err();
         assert!(matches!(error, StoreError::Corrupt { .. }) && !error.is_retryable(), "{error:?}");
         assert!(error.to_string().contains(&garbage.display().to_string()), "{error}");
+        let cause = std::error::Error::source(&error).expect("SQLite's own error, kept as the cause");
+        let sqlite = cause.downcast_ref::<rusqlite::Error>().expect("a rusqlite::Error");
+        assert_eq!(sqlite.sqlite_error_code(), Some(rusqlite::ErrorCode::NotADatabase));
 
         let newer = dir.path().join("newer.db");
         rusqlite::Connection::open(&newer).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();

@@ -25,7 +25,8 @@ fn group() -> (Arc<Group>, Connection, tempfile::TempDir) {
          CREATE TABLE t (v INTEGER, parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);",
     )
     .unwrap();
-    let err: ErrorOf = Arc::new(|what, e| StoreError::Failed { store: "test".into(), message: format!("{what}: {e}") });
+    let err: ErrorOf =
+        Arc::new(|what, e| StoreError::Failed { store: "test".into(), message: format!("{what}: {e}"), source: None });
     (Arc::new(Group::new(conn, "test-connection", err).unwrap()), Connection::open(&path).unwrap(), dir)
 }
 

@@ -92,6 +92,7 @@ impl Dispatcher {
                 EnqueueError::Store(StoreError::Failed {
                     store: "the store".into(),
                     message: format!("the enqueue's thread failed: {e}"),
+                    source: None,
                 })
             })?;
         }
@@ -109,6 +110,7 @@ impl Dispatcher {
         let result = answer.await.map_err(|_| StoreError::Failed {
             store: "the store".into(),
             message: "the enqueue ended without a result".into(),
+            source: None,
         })?;
         Ok(result?)
     }

@@ -1,43 +1,53 @@
 //! Why a store call failed.
 
+use std::sync::Arc;
+
+/// The error underneath a store's failure, as the database driver gave it
+/// (shared: one failed commit fails every call in it). The failure's
+/// message already names it; this keeps it typed, for
+/// [`std::error::Error::source`] and a downcast.
+pub type Cause = Arc<dyn std::error::Error + Send + Sync>;
+
 /// Why a store call failed, on one line naming the store (a file, or a
 /// URL with its password hidden) — and of a kind a caller can act on:
 /// [`StoreError::is_retryable`] tells a failure worth trying again (the
 /// store is unreachable or busy, or a write met a concurrent one) from one
 /// that will not pass by itself.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The store cannot be reached or used now: a connection refused or
     /// lost, an I/O error, a lock or pool timeout. Retryable.
-    #[error("{store}: {message}")]
     Unavailable {
         /// The store, e.g. `SQLite store husk-data/husk.db`.
         store: String,
         /// What failed, and why.
         message: String,
+        /// The failure underneath (the database driver's), when there is one.
+        source: Option<Cause>,
     },
     /// A write conflicted with a concurrent one (a serialization failure,
     /// a deadlock, a unique key). Retryable.
-    #[error("{store}: {message}")]
     Conflict {
         /// The store.
         store: String,
         /// What failed, and why.
         message: String,
+        /// The failure underneath (the database driver's), when there is one.
+        source: Option<Cause>,
     },
     /// A stored value cannot be read: a corrupt row or file, a value that
     /// does not decode.
-    #[error("{store}: {message}")]
     Corrupt {
         /// The store.
         store: String,
         /// What failed, and why.
         message: String,
+        /// The failure underneath (the database driver's), when there is one.
+        source: Option<Cause>,
     },
     /// The store was written by a newer husk, whose schema this one does
     /// not know: upgrade this husk (nothing was changed).
-    #[error("{store}: written by a newer husk (schema {version}; this husk knows up to {known})")]
     NewerSchema {
         /// The store.
         store: String,
@@ -48,20 +58,49 @@ pub enum StoreError {
     },
     /// The store refused what it was asked (a bad URL or schema name, a
     /// statement it rejects): not retryable as it is.
-    #[error("{store}: {message}")]
     Failed {
         /// The store.
         store: String,
         /// What failed, and why.
         message: String,
+        /// The failure underneath (the database driver's), when there is one.
+        source: Option<Cause>,
     },
     /// The store does not support what was asked (see
     /// [`JobStore::supports`](super::JobStore::supports)): not retryable.
-    #[error("this store does not support {capability}")]
     Unsupported {
         /// The capability, as [`Supports`](super::Supports) names it.
         capability: &'static str,
     },
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Unavailable { store, message, .. }
+            | StoreError::Conflict { store, message, .. }
+            | StoreError::Corrupt { store, message, .. }
+            | StoreError::Failed { store, message, .. } => write!(f, "{store}: {message}"),
+            StoreError::NewerSchema { store, version, known } => {
+                write!(f, "{store}: written by a newer husk (schema {version}; this husk knows up to {known})")
+            }
+            StoreError::Unsupported { capability } => write!(f, "this store does not support {capability}"),
+        }
+    }
+}
+
+/// The source is the driver's error itself (not the [`Cause`] holding it),
+/// so a caller can downcast it.
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Unavailable { source, .. }
+            | StoreError::Conflict { source, .. }
+            | StoreError::Corrupt { source, .. }
+            | StoreError::Failed { source, .. } => source.as_deref().map(|cause| cause as _),
+            StoreError::NewerSchema { .. } | StoreError::Unsupported { .. } => None,
+        }
+    }
 }
 
 impl StoreError {

@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-pub use error::StoreError;
+pub use error::{Cause, StoreError};
 pub use memory::{DEFAULT_RETAINED_OUTCOMES, MemoryStore};
 use record::expired_attempt;
 pub use record::{AttemptRecord, HISTORY_FAULT_BODY, JobRecord, JobState, LockInfo};
