@@ -19,6 +19,23 @@
 #![doc = include_str!("../examples/embed.rs")]
 //! ```
 //!
+//! The [`Host`] offers what an operator's tools need (`husk-server` uses
+//! nothing else): enqueue, a job and the job list, incidents and their
+//! retry or discard, cancel, the outcome log, deploy and rollback, pause and
+//! resume.
+//!
+//! ## A store of your own
+//!
+//! A store implements [`store::JobStore`], the queue: enqueue, fetch and
+//! lock (reclaiming expired locks), report, cancel, read a job and the
+//! outcome log. That is enough to run jobs. What more it offers — listing,
+//! incidents, pauses, pruning, kept plugin versions, sharing by several
+//! processes — is a trait each ([`store::supports`]), named in
+//! [`store::JobStore::supports`]; the host does without what a store lacks
+//! and answers [`store::StoreError::Unsupported`] where it is asked for.
+//! The conformance suite (feature `conformance`, `husk::store_conformance!`)
+//! checks the queue first, then each capability the store names.
+//!
 //! ## One job in the sandbox
 //!
 //! ```no_run
