@@ -13,10 +13,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use husk::fault::{body_value, codes};
+use husk::fault::codes;
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::retry::RetryPolicySpec;
 use husk::store::{Depth, Enqueued, JobId, JobState, JobStore, NewJob};
+use husk::wire::body_value;
 use husk_sqlite::{Durability, SqliteStore};
 
 use crate::rig::pg::TestSchema;

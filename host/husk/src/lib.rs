@@ -67,6 +67,7 @@ mod guest;
 pub mod host;
 pub mod job;
 mod linker;
+pub mod notify;
 pub mod outcome;
 pub mod plugin;
 pub mod quota;
@@ -74,6 +75,7 @@ pub mod retry;
 pub mod sandbox;
 pub mod store;
 pub mod versions;
+pub mod wire;
 pub mod worker;
 
 pub use host::{Host, HostBuilder, HostError, MapperSpec, OperatorFile, PluginSource, Topic};

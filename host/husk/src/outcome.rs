@@ -13,14 +13,14 @@ use crate::job::JobId;
 /// How a job ended, for good.
 ///
 /// Serialized internally tagged (`{"kind": "completed", "output": …}`);
-/// the output as [`json_bytes`](crate::fault::json_bytes) says, byte-exact.
+/// the output as [`json_bytes`](crate::wire::json_bytes) says, byte-exact.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Outcome {
     /// The operation returned output.
     Completed {
         /// The output bytes (by convention JSON).
-        #[serde(with = "crate::fault::json_bytes")]
+        #[serde(with = "crate::wire::json_bytes")]
         output: Vec<u8>,
     },
     /// The fault was classified a business error.
@@ -128,7 +128,7 @@ impl<'de> Deserialize<'de> for Outcome {
         #[derive(Deserialize)]
         struct Fields {
             kind: String,
-            #[serde(default, with = "crate::fault::json_bytes")]
+            #[serde(default, with = "crate::wire::json_bytes")]
             output: Vec<u8>,
             code: Option<String>,
             message: Option<String>,
@@ -181,10 +181,10 @@ pub struct TerminalOutcome {
     /// Attempts made (0 for a job cancelled before it ran).
     pub attempts: u32,
     /// When the job was enqueued.
-    #[serde(with = "crate::fault::epoch_millis")]
+    #[serde(with = "crate::wire::epoch_millis")]
     pub enqueued_at: SystemTime,
     /// When it ended.
-    #[serde(with = "crate::fault::epoch_millis")]
+    #[serde(with = "crate::wire::epoch_millis")]
     pub finished_at: SystemTime,
     /// How it ended.
     pub outcome: Outcome,

@@ -50,7 +50,7 @@ pub struct VersionInfo {
     /// every attempt it runs.
     pub version: String,
     /// When it last became current.
-    #[serde(with = "crate::fault::epoch_millis")]
+    #[serde(with = "crate::wire::epoch_millis")]
     pub deployed_at: SystemTime,
     /// How it last became current.
     pub origin: Origin,

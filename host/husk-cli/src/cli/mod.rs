@@ -21,10 +21,10 @@ use std::collections::BTreeMap;
 
 use husk::capability::{AllowedHost, ConfigGrant, Grants, HttpGrant};
 use husk::engine::{Engine, EngineConfig};
-use husk::fault::body_value;
 use husk::plugin::{Plugin, World};
 use husk::sandbox::{Ending, Execution, Job, Limits, Sandbox};
 use husk::store::{JobStore, MemoryStore};
+use husk::wire::body_value;
 use husk_sqlite::{Durability, SqliteStore};
 
 /// Exit code of a failure of husk itself or of its input (bad path, not a

@@ -32,8 +32,9 @@ pub use wake::LastFetch;
 use wake::Wakers;
 
 use crate::classify::{Classification, ErrorMapper, classify};
-use crate::clock::{Clock, Notifier, Seen};
+use crate::clock::Clock;
 use crate::fault::Fault;
+use crate::notify::{Notifier, Seen};
 use crate::outcome::{Outcome, OutcomeSink, TerminalOutcome};
 use crate::quota::ConcurrencyGate;
 use crate::retry::{RetryPolicy, RetryPolicySpec};

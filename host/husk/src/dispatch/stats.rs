@@ -136,7 +136,7 @@ impl Totals {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
     /// When it was taken.
-    #[serde(with = "crate::fault::epoch_millis")]
+    #[serde(with = "crate::wire::epoch_millis")]
     pub taken_at: SystemTime,
     /// Totals at that time.
     pub totals: Totals,
@@ -154,6 +154,6 @@ mod optional_millis {
     use serde::{Serialize, Serializer};
 
     pub(super) fn serialize<S: Serializer>(time: &Option<SystemTime>, serializer: S) -> Result<S::Ok, S::Error> {
-        time.map(crate::fault::epoch_millis::to_millis).serialize(serializer)
+        time.map(crate::wire::epoch_millis::to_millis).serialize(serializer)
     }
 }

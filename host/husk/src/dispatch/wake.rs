@@ -17,7 +17,8 @@ use std::time::SystemTime;
 
 use parking_lot::RwLock;
 
-use crate::clock::{Clock, Notifier, Seen};
+use crate::clock::Clock;
+use crate::notify::{Notifier, Seen};
 use crate::store::Fetched;
 
 /// What a fetcher's previous fetch found, kept by the fetcher between its
@@ -154,7 +155,7 @@ mod tests {
         let (on_a, on_b, on_both) =
             (wakers.for_fetch(&a), wakers.for_fetch(&b), wakers.for_fetch(&["a".into(), "b".into()]));
         assert!(Arc::ptr_eq(&on_a, &wakers.for_fetch(&a)), "one notifier per topic");
-        let seen = |n: &crate::clock::Notifier| n.seen();
+        let seen = |n: &crate::notify::Notifier| n.seen();
         let (a0, b0, both0) = (seen(&on_a), seen(&on_b), seen(&on_both));
         wakers.topic("a", 1);
         assert_ne!(seen(&on_a), a0);

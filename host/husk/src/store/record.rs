@@ -34,7 +34,7 @@ pub struct LockInfo {
     /// The worker.
     pub worker: String,
     /// When the lock expires.
-    #[serde(with = "crate::fault::epoch_millis")]
+    #[serde(with = "crate::wire::epoch_millis")]
     pub expires_at: SystemTime,
 }
 
@@ -52,7 +52,7 @@ pub struct JobRecord {
     /// Its retry policy.
     pub policy: RetryPolicySpec,
     /// When it was enqueued.
-    #[serde(with = "crate::fault::epoch_millis")]
+    #[serde(with = "crate::wire::epoch_millis")]
     pub enqueued_at: SystemTime,
     /// Its gate, when gated.
     #[serde(default, with = "optional_millis")]
@@ -85,7 +85,7 @@ pub struct AttemptRecord {
     pub fault: Option<Fault>,
     /// When it was reported, or, for a lock that expired, when the expiry
     /// was reclaimed.
-    #[serde(with = "crate::fault::epoch_millis")]
+    #[serde(with = "crate::wire::epoch_millis")]
     pub finished_at: SystemTime,
     /// When the run started, if known (not for a lock that expired).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "optional_millis")]
@@ -103,7 +103,7 @@ mod optional_millis {
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    use crate::fault::epoch_millis::{from_millis, to_millis};
+    use crate::wire::epoch_millis::{from_millis, to_millis};
 
     pub(super) fn serialize<S: Serializer>(time: &Option<SystemTime>, serializer: S) -> Result<S::Ok, S::Error> {
         time.map(to_millis).serialize(serializer)

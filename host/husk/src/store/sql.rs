@@ -15,10 +15,10 @@ use super::{AttemptRecord, JobId, JobRecord, JobState, Lock, LockInfo, expired_a
 /// user_version`, PostgreSQL's `husk_meta.schema_version`); a store written
 /// by a newer husk (a higher version) is refused.
 pub const SCHEMA_VERSION: i64 = 5;
-use crate::fault::epoch_millis::{from_millis, to_millis};
 use crate::fault::{Fault, codes};
 use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::{RetryPolicy, RetryPolicySpec};
+use crate::wire::epoch_millis::{from_millis, to_millis};
 
 /// `state` of a queued job.
 pub const QUEUED: i64 = 0;

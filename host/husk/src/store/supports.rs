@@ -77,7 +77,7 @@ impl ListFilter {
     /// and `before` (how the memory store filters; the SQL stores say the
     /// same in their queries).
     pub fn matches(&self, record: &JobRecord) -> bool {
-        let millis = crate::fault::epoch_millis::to_millis;
+        let millis = crate::wire::epoch_millis::to_millis;
         self.topic.as_ref().is_none_or(|t| &record.topic == t)
             && self.state.is_none_or(|s| record.state == s)
             && self.outcome.is_none_or(|k| record.outcome.as_ref().is_some_and(|o| o.outcome.outcome_kind() == k))

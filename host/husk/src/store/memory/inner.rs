@@ -6,10 +6,11 @@ use std::time::SystemTime;
 use serde_json::json;
 
 use super::{Ended, Incident, Inner, Live};
-use crate::fault::{Fault, codes, epoch_millis};
+use crate::fault::{Fault, codes};
 use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::RetryPolicy;
 use crate::store::{AttemptRecord, Depth, JobId, JobRecord, JobState, Lock, LockInfo, expired_attempt};
+use crate::wire::epoch_millis;
 
 impl Live {
     pub(super) fn record(&self, id: JobId) -> JobRecord {
