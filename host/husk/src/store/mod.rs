@@ -1,6 +1,8 @@
 //! Job stores: where jobs, their gates and locks, and terminal outcomes
-//! live. [`JobStore`] is the one contract; `memory` is the in-process
-//! implementation (durable backends implement the same semantics).
+//! live. [`JobStore`] is the queue every store is; what a store offers
+//! beyond it is a trait of [`supports`] it opts into. [`MemoryStore`] is the
+//! in-process implementation (the SQL stores implement the same semantics,
+//! as the conformance suite checks).
 //!
 //! The store decides nothing about classification: the dispatcher
 //! classifies outside the store and reports a decision ([`Report`]); the
