@@ -15,10 +15,10 @@
 //! key repeated within one call to the first job that took it.
 //!
 //! A store that groups concurrent calls into one commit itself
-//! ([`JobStore::commits_in_groups`]) gets each enqueue as it comes: waiting
+//! ([`Behaviour::commits_in_groups`]) gets each enqueue as it comes: waiting
 //! here for the round ahead would only add that wait to its own.
 //!
-//! [`JobStore::commits_in_groups`]: crate::store::JobStore::commits_in_groups
+//! [`Behaviour::commits_in_groups`]: crate::store::Behaviour::commits_in_groups
 
 use std::collections::HashMap;
 

@@ -3,7 +3,7 @@
 //! On a store whose commit waits for a flush (PostgreSQL with
 //! `synchronous_commit` on), a worker that reports and waits spends most of
 //! its time waiting: one flush per batch, however small the batch. A store
-//! that says so ([`JobStore::completes_in_background`]) has its reports
+//! that says so ([`Behaviour::commits_wait_for_a_flush`]) has its reports
 //! handed to the dispatcher's completer thread instead: it takes every
 //! report waiting, makes one store call of them all (one transaction, one
 //! flush), and tells each worker its results. Meanwhile the worker fetches
@@ -19,7 +19,7 @@
 //! A process killed with reports waiting loses them as it would lose a
 //! report in flight: the locks expire and the jobs run again.
 //!
-//! [`JobStore::completes_in_background`]: crate::store::JobStore::completes_in_background
+//! [`Behaviour::commits_wait_for_a_flush`]: crate::store::Behaviour::commits_wait_for_a_flush
 
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Weak};
