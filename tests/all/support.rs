@@ -23,12 +23,12 @@ pub fn test_config() -> EngineConfig {
     EngineConfig::default().with_max_instances(8)
 }
 
-/// An engine config sharing one compile cache across the tests, and across
-/// runs: the Python and JavaScript components take seconds to compile. It is
-/// the cache `husk run` uses (`~/.cache/husk`, where the scaffold tests'
-/// components land too), so it outlives a clean clone's target dir as the
-/// guest toolchains beside it do; its entries are keyed by the component's
-/// SHA-256 and the engine's compatibility hash.
+/// An engine config sharing one compile cache across the tests of a run
+/// (and later runs in the same checkout): the Python, JavaScript and Go
+/// components take seconds each to compile, and several tests load each.
+/// It lives in the target dir: those components are not byte-for-byte
+/// reproducible (two builds of the Python `transform` differ), so a clean
+/// clone's would miss a cache kept elsewhere, which would only grow.
 pub fn cached_config() -> EngineConfig {
     let cache = husk_cli::cli::default_cache_dir().unwrap_or_else(|| {
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/guests/compile-cache")
