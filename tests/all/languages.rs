@@ -163,7 +163,7 @@ fn conformance(language: Language) {
     for outcome in &outcomes {
         let (operation, _, expect) = &table[expected[&outcome.job_id]];
         assert_eq!(&outcome.topic, operation);
-        let record = host.dispatcher().store().get(outcome.job_id).unwrap().unwrap();
+        let record = host.job(outcome.job_id).unwrap().unwrap();
         let history: Vec<_> = record.attempts.iter().map(|a| a.fault.as_ref().map(|f| f.code.clone())).collect();
         check(language, expect, &outcome.outcome, outcome.attempts, &format!("faults by attempt: {history:?}"));
     }

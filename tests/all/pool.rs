@@ -28,7 +28,7 @@ fn quick_retry() -> RetryPolicySpec {
 
 fn wait_until_running(host: &Host, id: JobId) {
     let deadline = Instant::now() + PATIENCE;
-    while host.dispatcher().store().get(id).unwrap().unwrap().state != JobState::Running {
+    while host.job(id).unwrap().unwrap().state != JobState::Running {
         assert!(Instant::now() < deadline, "job {id} never started");
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -103,7 +103,7 @@ fn jobs_flow_through(store: MemoryStore) {
         declined.outcome,
         Outcome::BusinessError { code: "insufficient-funds".into(), message: "the payment was declined".into() }
     );
-    let totals = host.dispatcher().totals();
+    let totals = host.totals();
     assert_eq!(totals.retries, 2 + 2, "flaky: 2 retries to succeed on attempt 3, 2 before failing");
     host.shutdown();
     assert_eq!(sink.all().len(), expected.len(), "no outcome delivered twice");
@@ -141,7 +141,7 @@ fn cancelling_a_running_runaway_ends_it_cancelled_exactly_once() {
     sink.wait_for(2, PATIENCE);
     host.shutdown();
     assert_eq!(sink.all().iter().filter(|o| o.job_id == id).count(), 1);
-    assert_eq!(host.dispatcher().totals().retries, 0, "a cancelled job is never retried");
+    assert_eq!(host.totals().retries, 0, "a cancelled job is never retried");
 }
 
 #[test]
@@ -151,13 +151,13 @@ fn status_reads_and_enqueues_answer_while_a_guest_spins() {
     let spinning = host.enqueue("runaway", "{}").unwrap();
     wait_until_running(&host, spinning);
     // The guest holds its worker for up to an hour; these must not wait.
-    let snapshot = host.dispatcher().publish_snapshot().unwrap();
+    let snapshot = host.publish_snapshot().unwrap();
     assert_eq!(snapshot.depths["runaway"].running, 1);
     let _ = host.snapshot();
     let queued = host.enqueue("transform", json!({ "name": "meanwhile" }).to_string()).unwrap();
     let done = sink.wait_for(1, PATIENCE);
     assert_eq!(done[0].job_id, queued, "another topic's job ran while the guest spun");
-    let record = host.dispatcher().store().get(spinning).unwrap().unwrap();
+    let record = host.job(spinning).unwrap().unwrap();
     assert_eq!(record.state, JobState::Running, "all of this happened while the guest was still spinning");
     host.cancel(spinning).unwrap();
     sink.wait_for(2, PATIENCE);

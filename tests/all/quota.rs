@@ -10,7 +10,7 @@ use husk::sandbox::CancelToken;
 use husk::sandbox::Ending;
 use husk::store::{LockedJob, MemoryStore};
 use husk::worker::{Handled, Handler};
-use husk::{Host, Topic};
+use husk::{Enqueue, Host, Topic};
 
 use crate::support_sink::WaitingSink;
 
@@ -72,7 +72,7 @@ fn never_exceeds_max_concurrent(store: MemoryStore) {
         .build()
         .unwrap();
     for topic in ["one", "two"] {
-        host.dispatcher().enqueue_many(topic, vec![b"{}".to_vec(); 100], None).unwrap();
+        host.submit(Enqueue::many(topic, vec![b"{}".to_vec(); 100])).unwrap();
     }
     // Eight workers with work for all of them: the gate fills, and stays
     // full while the jobs wait. A permit is taken before its job reaches

@@ -340,6 +340,9 @@ fn bad_config_and_store_input_fail_at_start_with_one_line_naming_them() {
 
     let error = run(&format!("store = \"postgres://husk:s3cret@127.0.0.1:1/husk\"\n{topic}"));
     assert!(error.contains("postgres://husk:***@127.0.0.1:1/husk") && !error.contains("s3cret"), "{error}");
+    // The cause is named once: the store's error keeps it as its cause, not
+    // as a source the error's printed chain would repeat.
+    assert_eq!(error.matches("Connection refused").count(), 1, "{error}");
     if let Some(url) = crate::rig::pg::url() {
         let wrong = husk_postgres::redact_url(url).replace("***", "not-the-password");
         let error = run(&format!("store = \"{wrong}\"\n{topic}"));

@@ -11,7 +11,7 @@ use husk::sandbox::{CancelToken, Limits};
 use husk::store::{JobId, Lock, LockedJob};
 use husk::versions::Origin;
 use husk::worker::{Handler, WasmHandler};
-use husk::{Host, PluginSource, Topic};
+use husk::{Enqueue, Host, PluginSource, Topic};
 use serde_json::{Value, json};
 
 use crate::support::{guest, load, sandbox, test_config};
@@ -41,7 +41,7 @@ fn a_hundred_deploys_under_load_fail_no_job_and_each_attempt_records_its_version
     host.sandbox().load(&guest("quote-v2"), husk::plugin::World::Operation).unwrap();
     let inputs: Vec<Vec<u8>> =
         (0..JOBS).map(|i| json!({ "amount": i, "currency": "EUR" }).to_string().into_bytes()).collect();
-    host.dispatcher().enqueue_many("quote", inputs, None).unwrap();
+    host.submit(Enqueue::many("quote", inputs)).unwrap();
     // Deploy k waits for 90·k outcomes, so the deploys spread over the run
     // instead of racing ahead of it.
     let mut digests = HashMap::new();
@@ -60,7 +60,7 @@ fn a_hundred_deploys_under_load_fail_no_job_and_each_attempt_records_its_version
         let Outcome::Completed { output } = &outcome.outcome else {
             panic!("job {} did not complete: {:?}", outcome.job_id, outcome.outcome)
         };
-        let record = host.dispatcher().store().get(outcome.job_id).unwrap().unwrap();
+        let record = host.job(outcome.job_id).unwrap().unwrap();
         let faults: Vec<_> = record.attempts.iter().map(|a| a.fault.as_ref().map(|f| f.code.clone())).collect();
         assert_eq!(outcome.attempts, 1, "job {} needed a retry; faults {faults:?}", outcome.job_id);
         assert_eq!(record.attempts.len(), 1);

@@ -18,7 +18,7 @@ use husk::engine::{Engine, EngineConfig};
 use husk::outcome::{Outcome, OutcomeSink, TerminalOutcome};
 use husk::plugin::World;
 use husk::sandbox::{Ending, Job, Limits, Sandbox};
-use husk::{Host, PluginSource, Topic};
+use husk::{Enqueue, Host, PluginSource, Topic};
 use husk_cli::demo_service::Service;
 
 fn fetch_path() -> std::path::PathBuf {
@@ -104,7 +104,7 @@ fn main() {
     let host = Host::builder().sink(count.clone()).topic(topic).build().unwrap();
     let input = format!(r#"{{"url":"{url}"}}"#).into_bytes();
     let started = Instant::now();
-    host.dispatcher().enqueue_many("calls", (0..jobs).map(|_| input.clone()).collect(), None).unwrap();
+    host.submit(Enqueue::many("calls", (0..jobs).map(|_| input.clone()))).unwrap();
     while count.0.load(Ordering::Relaxed) + count.1.load(Ordering::Relaxed) < jobs as u64 {
         std::thread::sleep(Duration::from_millis(5));
     }

@@ -31,7 +31,7 @@ use husk::sandbox::CancelToken;
 use husk::sandbox::Ending;
 use husk::store::{JobStore, LockedJob, MemoryStore};
 use husk::worker::{Handled, Handler};
-use husk::{Host, PluginSource, Topic};
+use husk::{Enqueue, Host, PluginSource, Topic};
 use husk_postgres::{PostgresConfig, PostgresStore};
 use husk_sqlite::{Durability, SqliteStore};
 use pg::{drop_schema, postgres_url};
@@ -111,7 +111,7 @@ fn measure_gated(
         builder = builder.quota("bench-tenant", Quota::default().with_max_concurrent(Some(max)));
     }
     let host = builder.build().unwrap();
-    host.dispatcher().enqueue_many("bench", inputs(jobs), None).unwrap();
+    host.submit(Enqueue::many("bench", inputs(jobs))).unwrap();
     let started = Instant::now();
     host.start_workers().unwrap();
     let done = counter.done.lock().unwrap();
@@ -197,7 +197,7 @@ fn measure_pg_processes(url: &str, processes: usize, jobs: usize) -> f64 {
     let schema = format!("bench_{}_{processes}", std::process::id());
     let store = postgres(url, &schema);
     let host = Host::builder().store(store.clone()).topic(Topic::wasm("bench", transform())).start_workers(false);
-    host.build().unwrap().dispatcher().enqueue_many("bench", inputs(jobs), None).unwrap();
+    host.build().unwrap().submit(Enqueue::many("bench", inputs(jobs))).unwrap();
     let mut children: Vec<_> = (0..processes)
         .map(|_| {
             std::process::Command::new(std::env::current_exe().unwrap())

@@ -16,7 +16,7 @@ use husk::outcome::{OutcomeSink, TerminalOutcome};
 use husk::quota::Quota;
 use husk::retry::RetryPolicySpec;
 use husk::sandbox::Limits;
-use husk::{Host, PluginSource, Topic};
+use husk::{Enqueue, Host, PluginSource, Topic};
 
 /// Counts tenant B's outcomes.
 #[derive(Default)]
@@ -55,10 +55,10 @@ fn run(jobs: u64, noisy: Option<Quota>) -> f64 {
     }
     let host = builder.build().unwrap();
     if noisy.is_some() {
-        host.dispatcher().enqueue_many("a", vec![b"{}".to_vec(); 10_000], None).unwrap();
+        host.submit(Enqueue::many("a", vec![b"{}".to_vec(); 10_000])).unwrap();
     }
     let input = br#"{"name":"bench","amount":12.5}"#.to_vec();
-    host.dispatcher().enqueue_many("b", vec![input; jobs as usize], None).unwrap();
+    host.submit(Enqueue::many("b", vec![input; jobs as usize])).unwrap();
     let started = Instant::now();
     host.start_workers().unwrap();
     while count.0.load(Ordering::Relaxed) < jobs {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
+use husk::Enqueue;
 use husk::capability::{AllowedHost, Grants, HttpGrant};
 use husk::dispatch::Totals;
 use husk::engine::EngineConfig;
@@ -133,25 +134,22 @@ pub fn run(
     let inputs = |n: usize, f: &dyn Fn(usize) -> serde_json::Value| -> Vec<Vec<u8>> {
         (0..n).map(|i| f(i).to_string().into_bytes()).collect()
     };
-    let dispatcher = host.dispatcher();
-    dispatcher.enqueue_many("runaway", inputs(RUNAWAY, &|_| json!({})), None)?;
-    dispatcher.enqueue_many("flaky", inputs(FLAKY, &|i| json!({ "succeed_on_attempt": 1 + (i % 4) })), None)?;
-    dispatcher.enqueue_many(
+    host.submit(Enqueue::many("runaway", inputs(RUNAWAY, &|_| json!({}))))?;
+    host.submit(Enqueue::many("flaky", inputs(FLAKY, &|i| json!({ "succeed_on_attempt": 1 + (i % 4) }))))?;
+    host.submit(Enqueue::many(
         "payments",
         inputs(PAYMENTS, &|i| match i % 4 {
             0 | 1 => json!({ "account": format!("acct-{i}"), "amount": 40, "balance": 100 }),
             2 => json!({ "account": format!("acct-{i}"), "amount": 400, "balance": 100 }),
             _ => json!({ "account": "frozen", "amount": 1, "balance": 100 }),
         }),
-        None,
-    )?;
+    ))?;
     let origin = service.origin();
-    dispatcher.enqueue_many("calls", inputs(CALLS, &|i| json!({ "url": format!("{origin}/charge/{i}") })), None)?;
-    dispatcher.enqueue_many(
+    host.submit(Enqueue::many("calls", inputs(CALLS, &|i| json!({ "url": format!("{origin}/charge/{i}") }))))?;
+    host.submit(Enqueue::many(
         "transform",
         inputs(TRANSFORM, &|i| json!({ "name": format!("user-{i}"), "amount": i as f64 / 100.0 })),
-        None,
-    )?;
+    ))?;
 
     let limit = started + Duration::from_secs(300);
     while sink.delivered.load(Ordering::Relaxed) < DEMO_JOBS as u64 {
@@ -172,7 +170,7 @@ pub fn run(
     let (retried, same_key) = seen.retried_with_same_key();
     let requests = seen.keys.values().map(|keys| keys.len() as u64).sum();
     let calls = CallsReport { requests, failed: seen.failed, hung: seen.hung, retried, same_key };
-    Ok(DemoReport { totals: dispatcher.totals(), elapsed, p50: at(0.5), p99: at(0.99), store: store_name, calls })
+    Ok(DemoReport { totals: host.totals(), elapsed, p50: at(0.5), p99: at(0.99), store: store_name, calls })
 }
 
 impl DemoReport {

@@ -191,7 +191,7 @@ impl PostgresStore {
         let refused = |what: &str, message: String| StoreError::Failed {
             store: store.clone(),
             message: format!("{what}: {message}"),
-            source: None,
+            cause: None,
         };
         let mut pg: postgres::Config =
             config.url.parse().map_err(|e: postgres::Error| refused("bad URL", describe(&e)))?;

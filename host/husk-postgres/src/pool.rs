@@ -224,20 +224,20 @@ pub(crate) fn store_error(store: String, what: &str, error: PgError) -> StoreErr
         PgError::Db(e) => {
             let message = format!("{what}: {}", describe(&e));
             let class = e.code().map(|code| code.code()[..2].to_owned());
-            let source: Option<Cause> = Some(Arc::new(e));
+            let cause: Option<Cause> = Some(Arc::new(e));
             match class.as_deref() {
-                Some("08" | "53" | "57") | None => StoreError::Unavailable { store, message, source },
-                Some("40" | "23") => StoreError::Conflict { store, message, source },
-                Some(_) => StoreError::Failed { store, message, source },
+                Some("08" | "53" | "57") | None => StoreError::Unavailable { store, message, cause },
+                Some("40" | "23") => StoreError::Conflict { store, message, cause },
+                Some(_) => StoreError::Failed { store, message, cause },
             }
         }
         PgError::Json(e) => {
             let message = format!("{what}: unreadable stored value: {e}");
-            StoreError::Corrupt { store, message, source: Some(Arc::new(e)) }
+            StoreError::Corrupt { store, message, cause: Some(Arc::new(e)) }
         }
         PgError::Pool(e) => {
             let message = format!("{what}: {e}");
-            StoreError::Unavailable { store, message, source: Some(Arc::new(e)) }
+            StoreError::Unavailable { store, message, cause: Some(Arc::new(e)) }
         }
     }
 }

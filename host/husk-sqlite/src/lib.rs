@@ -93,20 +93,20 @@ fn store_error(store: &str, what: &str, error: &rusqlite::Error) -> StoreError {
         rusqlite::Error::SqliteFailure(failure, detail) => {
             // The database's own failure, kept as the cause (a copy: the
             // same error may fail every call of one group commit).
-            let source: Option<Cause> = Some(Arc::new(rusqlite::Error::SqliteFailure(*failure, detail.clone())));
+            let cause: Option<Cause> = Some(Arc::new(rusqlite::Error::SqliteFailure(*failure, detail.clone())));
             match failure.code {
                 DatabaseBusy | DatabaseLocked | CannotOpen | DiskFull | SystemIoFailure | ReadOnly
-                | PermissionDenied | OutOfMemory => StoreError::Unavailable { store, message, source },
-                DatabaseCorrupt | NotADatabase => StoreError::Corrupt { store, message, source },
-                ConstraintViolation => StoreError::Conflict { store, message, source },
-                _ => StoreError::Failed { store, message, source },
+                | PermissionDenied | OutOfMemory => StoreError::Unavailable { store, message, cause },
+                DatabaseCorrupt | NotADatabase => StoreError::Corrupt { store, message, cause },
+                ConstraintViolation => StoreError::Conflict { store, message, cause },
+                _ => StoreError::Failed { store, message, cause },
             }
         }
         rusqlite::Error::FromSqlConversionFailure(..)
         | rusqlite::Error::InvalidColumnType(..)
         | rusqlite::Error::IntegralValueOutOfRange(..)
-        | rusqlite::Error::Utf8Error(..) => StoreError::Corrupt { store, message, source: None },
-        _ => StoreError::Failed { store, message, source: None },
+        | rusqlite::Error::Utf8Error(..) => StoreError::Corrupt { store, message, cause: None },
+        _ => StoreError::Failed { store, message, cause: None },
     }
 }
 
@@ -126,7 +126,7 @@ impl SqliteStore {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable {
                 store: store.clone(),
                 message: format!("cannot create its directory: {e}"),
-                source: None,
+                cause: None,
             })?;
         }
         let mut conn = Connection::open(path).map_err(|e| fail("cannot open", &e))?;
@@ -178,7 +178,7 @@ impl SqliteStore {
             Checkpointer::start(checkpoints, "husk-sqlite-ckpt").map_err(|e| StoreError::Unavailable {
                 store: store.clone(),
                 message: format!("cannot start its checkpointer: {e}"),
-                source: None,
+                cause: None,
             })?;
         checkpointer.take_over(&mut conn, MARKS).map_err(|e| fail("cannot configure", &e))?;
         let name = store.clone();
@@ -187,7 +187,7 @@ impl SqliteStore {
                 StoreError::Unavailable {
                     store,
                     message: format!("cannot start its connection thread: {e}"),
-                    source: None,
+                    cause: None,
                 }
             })?;
         Ok(Self { path: path.to_owned(), group, _checkpointer: checkpointer })
@@ -429,7 +429,7 @@ mod tests {
         let error = SqliteStore::open(&garbage, Durability::Normal).map(|_| ()).unwrap_err();
         assert!(matches!(error, StoreError::Corrupt { .. }) && !error.is_retryable(), "{error:?}");
         assert!(error.to_string().contains(&garbage.display().to_string()), "{error}");
-        let cause = std::error::Error::source(&error).expect("SQLite's own error, kept as the cause");
+        let cause = error.cause().expect("SQLite's own error, kept as the cause");
         let sqlite = cause.downcast_ref::<rusqlite::Error>().expect("a rusqlite::Error");
         assert_eq!(sqlite.sqlite_error_code(), Some(rusqlite::ErrorCode::NotADatabase));
 

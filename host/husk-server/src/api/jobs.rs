@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use bytesize::ByteSize;
 
 use super::{Api, ApiError, Caller, blocking, read_body};
+use husk::Enqueue;
 use husk::outcome::OutcomeKind;
 use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
 
@@ -44,12 +45,8 @@ pub(super) async fn enqueue(
     api.own_topic(&caller.tenant, &topic)?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::malformed_json(&e))?;
     let key = idempotency_key(&headers)?.map(|key| topic_key(&topic, key));
-    let (enqueued, topic) = if api.host.enqueues_without_blocking(&topic) {
-        // No thread waits for the store's commit.
-        (api.host.enqueue_async(&topic, vec![(body, key)]).await?.remove(0), topic)
-    } else {
-        blocking(move || Ok((api.host.enqueue_keyed(&topic, body, key)?, topic))).await?
-    };
+    // Where it can, no thread waits for the store's commit.
+    let enqueued = api.host.submit_async(Enqueue::keyed(topic.clone(), body, key)).await?.remove(0);
     let status = if enqueued.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(json!({ "id": enqueued.id, "topic": topic, "created": enqueued.created }))))
 }
@@ -97,7 +94,7 @@ pub(super) async fn enqueue_batch(
         };
         jobs.push((input.to_vec(), key));
     }
-    let (enqueued, topic) = blocking(move || Ok((api.host.enqueue_batch(&topic, jobs)?, topic))).await?;
+    let enqueued = api.host.submit_async(Enqueue::batch(topic.clone(), jobs)).await?;
     let created = enqueued.iter().filter(|e| e.created).count();
     let status = if created > 0 { StatusCode::CREATED } else { StatusCode::OK };
     let jobs: Vec<Value> = enqueued.iter().map(|e| json!({ "id": e.id, "created": e.created })).collect();

@@ -26,7 +26,7 @@ fn group() -> (Arc<Group>, Connection, tempfile::TempDir) {
     )
     .unwrap();
     let err: ErrorOf =
-        Arc::new(|what, e| StoreError::Failed { store: "test".into(), message: format!("{what}: {e}"), source: None });
+        Arc::new(|what, e| StoreError::Failed { store: "test".into(), message: format!("{what}: {e}"), cause: None });
     (Arc::new(Group::new(conn, "test-connection", err).unwrap()), Connection::open(&path).unwrap(), dir)
 }
 

@@ -320,7 +320,7 @@ pub fn every_spent_attempt_is_recorded_with_its_plugin_version(backend: &dyn Bac
     }
     // A release gives the attempt back unspent: nothing recorded.
     let job = rig.fetch_one("t");
-    assert_eq!(rig.dispatcher.submit(vec![(job.lock, Report::Release)]).unwrap(), vec![Reported::Released]);
+    assert_eq!(rig.dispatcher.submit_reports(vec![(job.lock, Report::Release)]).unwrap(), vec![Reported::Released]);
     assert_eq!(rig.get(id).attempts.len(), 2);
     let job = rig.fetch_one("t");
     assert_eq!(job.attempt, 3);
@@ -360,7 +360,7 @@ pub fn each_attempt_records_its_start_duration_and_fuel(backend: &dyn Backend) {
         let started = rig.clock.now();
         let report = rig.dispatcher.judge(job, ending, run(&rig, micros, fuel));
         rig.clock.advance(Duration::from_secs(2));
-        (started, rig.dispatcher.submit(vec![(job.lock, report)]).unwrap().remove(0))
+        (started, rig.dispatcher.submit_reports(vec![(job.lock, report)]).unwrap().remove(0))
     };
     let id = rig.enqueue("t");
     let job = rig.fetch_one("t");

@@ -7,7 +7,7 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::clock::Clock;
-use crate::dispatch::{Dispatcher, TopicPolicy};
+use crate::dispatch::{Dispatcher, Enqueue, TopicPolicy};
 use crate::outcome::TerminalOutcome;
 use crate::store::{
     CancelResult, Depth, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobStore, Lock, NewJob, Report, Reported,
@@ -177,14 +177,15 @@ pub fn a_waiting_fetch_wakes_on_enqueue(backend: &dyn Backend) {
 pub fn keyed_enqueue_counts_and_wakes_only_when_it_creates(backend: &dyn Backend) {
     let rig = Rig::with_topic(backend, fixed(3, 1));
     let key = || Some("k".to_owned());
-    let first = rig.dispatcher.enqueue_keyed("t", b"{}".to_vec(), key()).unwrap();
+    let first = rig.dispatcher.submit(Enqueue::keyed("t", b"{}".to_vec(), key())).map(|mut e| e.remove(0)).unwrap();
     assert!(first.created);
-    let again = rig.dispatcher.enqueue_keyed("t", b"{\"other\":1}".to_vec(), key()).unwrap();
+    let again =
+        rig.dispatcher.submit(Enqueue::keyed("t", b"{\"other\":1}".to_vec(), key())).map(|mut e| e.remove(0)).unwrap();
     assert_eq!(again, Enqueued { id: first.id, created: false });
     assert_eq!(rig.dispatcher.totals().enqueued, 1, "counted once");
-    let unkeyed = rig.dispatcher.enqueue_keyed("t", b"{}".to_vec(), None).unwrap();
+    let unkeyed = rig.dispatcher.submit(Enqueue::keyed("t", b"{}".to_vec(), None)).map(|mut e| e.remove(0)).unwrap();
     assert!(unkeyed.created && unkeyed.id != first.id);
-    assert!(rig.dispatcher.enqueue_keyed("nope", b"{}".to_vec(), key()).is_err());
+    assert!(rig.dispatcher.submit(Enqueue::keyed("nope", b"{}".to_vec(), key())).map(|mut e| e.remove(0)).is_err());
     let fetched: Vec<JobId> = rig.fetch("t", 10).iter().map(|j| j.id()).collect();
     assert_eq!(fetched, vec![first.id, unkeyed.id]);
     assert_eq!(rig.dispatcher.totals().enqueued, 2);
@@ -201,10 +202,10 @@ pub fn an_async_enqueue_lands_counted_and_wakes_even_if_its_caller_stops_waiting
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let key = || Some("k".to_owned());
     let both = vec![(b"{}".to_vec(), key()), (b"{\"other\":1}".to_vec(), key())];
-    let enqueued = runtime.block_on(rig.dispatcher.enqueue_batch_async("t", both)).unwrap();
+    let enqueued = runtime.block_on(rig.dispatcher.submit_async(Enqueue::batch("t", both))).unwrap();
     assert!(enqueued[0].created);
     assert_eq!(enqueued[1], Enqueued { id: enqueued[0].id, created: false }, "a repeated key names the first job");
-    let unknown = runtime.block_on(rig.dispatcher.enqueue_batch_async("nope", vec![(b"{}".to_vec(), None)]));
+    let unknown = runtime.block_on(rig.dispatcher.submit_async(Enqueue::batch("nope", vec![(b"{}".to_vec(), None)])));
     assert!(unknown.is_err(), "an unknown topic is refused");
     assert_eq!(rig.dispatcher.totals().enqueued, 1);
     assert_eq!(rig.fetch("t", 10).len(), 1);
@@ -223,7 +224,8 @@ pub fn an_async_enqueue_lands_counted_and_wakes_even_if_its_caller_stops_waiting
             // goes to its blocking pool), then dropped: the caller stopped
             // waiting.
             let _runtime = runtime.enter();
-            let mut started = std::pin::pin!(rig.dispatcher.enqueue_batch_async("t", vec![(b"{}".to_vec(), None)]));
+            let mut started =
+                std::pin::pin!(rig.dispatcher.submit_async(Enqueue::batch("t", vec![(b"{}".to_vec(), None)])));
             let _ = started.as_mut().poll(&mut Context::from_waker(Waker::noop()));
         }
         let jobs = rx.recv_timeout(Duration::from_secs(30)).expect("woken by the abandoned enqueue");

@@ -228,7 +228,7 @@ mod tests {
         // the shared call fails (a bad key is in it), this caller's own succeeds.
         let store = |jobs: Vec<NewJob>| {
             if jobs.iter().any(|j| j.key.as_deref() == Some("bad-1")) {
-                Err(StoreError::Failed { store: "test".into(), message: "refused".into(), source: None })
+                Err(StoreError::Failed { store: "test".into(), message: "refused".into(), cause: None })
             } else {
                 Ok(jobs.iter().map(|_| Enqueued { id: JobId(7), created: true }).collect())
             }

@@ -15,7 +15,7 @@
 //! Nothing changes for what a report means: a job stays locked until its
 //! report commits, its outcome is delivered after the commit, the tenant's
 //! permits come back after it, and a report the store refuses for a while
-//! is tried again while the jobs' locks last (see [`Dispatcher::submit`]).
+//! is tried again while the jobs' locks last (see [`Dispatcher::submit_reports`]).
 //! A process killed with reports waiting loses them as it would lose a
 //! report in flight: the locks expire and the jobs run again.
 //!
@@ -162,7 +162,7 @@ impl Dispatcher {
         let mut failures = 0u32;
         loop {
             let reports: Vec<(Lock, Report)> = round.iter().flat_map(|h| h.reports.iter().cloned()).collect();
-            let error = match self.submit(reports) {
+            let error = match self.submit_reports(reports) {
                 Ok(mut results) => {
                     for handoff in round.into_iter().rev() {
                         let mine = results.split_off(results.len() - handoff.reports.len());
@@ -226,7 +226,7 @@ mod tests {
         let sink = Arc::new(CollectingSink::default());
         let dispatcher = Dispatcher::new(store, Arc::new(SystemClock), sink.clone(), None);
         dispatcher.set_topic("t", TopicPolicy::default());
-        dispatcher.enqueue_many("t", vec![b"{}".to_vec(); 8 * 5 * 4], None).unwrap();
+        dispatcher.submit(crate::Enqueue::many("t", vec![b"{}".to_vec(); 8 * 5 * 4])).unwrap();
         // Per hand-off: the jobs it sent, the jobs its results name.
         type Told = Vec<(Vec<JobId>, Vec<JobId>)>;
         let told: Arc<Mutex<Told>> = Arc::default();

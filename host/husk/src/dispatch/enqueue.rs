@@ -1,104 +1,106 @@
-//! Enqueueing: jobs of a registered topic, with their retry policy
-//! resolved, into the store; counted, and their topic's fetchers woken,
-//! once they are committed.
+//! Enqueueing: an [`Enqueue`] request — jobs of a registered topic, with
+//! their retry policy resolved — into the store; counted, and their topic's
+//! fetchers woken, once they are committed.
 
 use super::*;
 
+/// Jobs to enqueue on one topic, in one transaction, all or none: each an
+/// input (by convention JSON) with an optional idempotency key, not to run
+/// before [`Enqueue::not_before`]. A key already taken — by an earlier job,
+/// live or ended, or earlier in the request — enqueues nothing and names
+/// that job (`created: false`). One request type for one job or many,
+/// keyed or not, waited for on a thread or awaited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enqueue {
+    /// The topic.
+    pub topic: String,
+    /// The jobs, in order: each an input and an optional idempotency key.
+    pub jobs: Vec<(Vec<u8>, Option<String>)>,
+    /// Do not run before this time; `None` for as soon as possible.
+    pub not_before: Option<SystemTime>,
+}
+
+impl Enqueue {
+    /// One job without a key.
+    pub fn one(topic: impl Into<String>, input: impl Into<Vec<u8>>) -> Self {
+        Self::batch(topic, vec![(input.into(), None)])
+    }
+
+    /// One job with an idempotency key (or none).
+    pub fn keyed(topic: impl Into<String>, input: impl Into<Vec<u8>>, key: Option<String>) -> Self {
+        Self::batch(topic, vec![(input.into(), key)])
+    }
+
+    /// Jobs without keys.
+    pub fn many(topic: impl Into<String>, inputs: impl IntoIterator<Item = Vec<u8>>) -> Self {
+        Self::batch(topic, inputs.into_iter().map(|input| (input, None)).collect())
+    }
+
+    /// Jobs, each with an idempotency key or none.
+    pub fn batch(topic: impl Into<String>, jobs: Vec<(Vec<u8>, Option<String>)>) -> Self {
+        Self { topic: topic.into(), jobs, not_before: None }
+    }
+
+    /// The same jobs, not to run before `at`.
+    #[must_use]
+    pub fn not_before(mut self, at: SystemTime) -> Self {
+        self.not_before = Some(at);
+        self
+    }
+}
+
 impl Dispatcher {
-    /// Enqueues one job.
+    /// Enqueues one job: [`Dispatcher::submit`] of [`Enqueue::one`].
     ///
     /// # Errors
     ///
     /// [`EnqueueError`] for an unknown topic or a store failure.
     pub fn enqueue(&self, topic: &str, input: Vec<u8>) -> Result<JobId, EnqueueError> {
-        Ok(self.enqueue_many(topic, vec![input], None)?[0])
+        Ok(self.submit(Enqueue::one(topic, input))?[0].id)
     }
 
-    /// Enqueues jobs of one topic, not to run before `not_before`.
+    /// Enqueues `request`: one [`Enqueued`] per job, in order.
     ///
     /// # Errors
     ///
     /// [`EnqueueError`] for an unknown topic or a store failure; nothing is
     /// enqueued then.
-    pub fn enqueue_many(
-        &self,
-        topic: &str,
-        inputs: Vec<Vec<u8>>,
-        not_before: Option<SystemTime>,
-    ) -> Result<Vec<JobId>, EnqueueError> {
-        let policy = self.topic_retry(topic)?;
-        let jobs: Vec<NewJob> = inputs
-            .into_iter()
-            .map(|input| NewJob { topic: topic.to_owned(), input, policy, not_before, key: None })
-            .collect();
-        Ok(self.add(jobs)?.into_iter().map(|e| e.id).collect())
-    }
-
-    /// Enqueues one job with an optional idempotency key: when a job
-    /// already has `key` (live or ended), nothing is enqueued and that job
-    /// is returned, `created: false`.
-    ///
-    /// # Errors
-    ///
-    /// [`EnqueueError`] for an unknown topic or a store failure; nothing is
-    /// enqueued then.
-    pub fn enqueue_keyed(&self, topic: &str, input: Vec<u8>, key: Option<String>) -> Result<Enqueued, EnqueueError> {
-        Ok(self.enqueue_batch(topic, vec![(input, key)])?.remove(0))
-    }
-
-    /// Enqueues jobs of one topic in one step, each an input with an
-    /// optional idempotency key, all or none: one [`Enqueued`] per job, in
-    /// order. A key already taken — by an earlier job, or earlier in the
-    /// batch — enqueues nothing and names that job (`created: false`).
-    ///
-    /// # Errors
-    ///
-    /// [`EnqueueError`] for an unknown topic or a store failure; nothing is
-    /// enqueued then.
-    pub fn enqueue_batch(
-        &self,
-        topic: &str,
-        jobs: Vec<(Vec<u8>, Option<String>)>,
-    ) -> Result<Vec<Enqueued>, EnqueueError> {
-        let jobs = self.new_jobs(topic, jobs)?;
+    pub fn submit(&self, request: Enqueue) -> Result<Vec<Enqueued>, EnqueueError> {
+        let jobs = self.new_jobs(request)?;
         Ok(self.add(jobs)?)
     }
 
-    /// Whether [`Dispatcher::enqueue_batch_async`] waits without a thread
-    /// of its own: the store enqueues in the background
+    /// Whether [`Dispatcher::submit_async`] waits without a thread of its
+    /// own: the store enqueues in the background
     /// ([`Behaviour::enqueues_in_background`](crate::store::Behaviour::enqueues_in_background)).
     pub fn enqueues_in_background(&self) -> bool {
         self.store.behaviour().enqueues_in_background
     }
 
-    /// [`Dispatcher::enqueue_batch`] for a caller on a tokio runtime. On a
-    /// store that enqueues in the background no thread waits for the
-    /// commit, and the jobs are counted and their topic's fetchers woken on
-    /// the store's thread; on any other store the call runs on tokio's
-    /// blocking pool. Either way a caller that stops waiting loses only the
-    /// answer.
+    /// [`Dispatcher::submit`] for a caller on a tokio runtime. On a store
+    /// that enqueues in the background no thread waits for the commit, and
+    /// the jobs are counted and their topic's fetchers woken on the store's
+    /// thread; on any other store the call runs on tokio's blocking pool.
+    /// Either way a caller that stops waiting loses only the answer.
     ///
     /// # Errors
     ///
-    /// As [`Dispatcher::enqueue_batch`].
-    pub async fn enqueue_batch_async(
-        self: &Arc<Self>,
-        topic: &str,
-        jobs: Vec<(Vec<u8>, Option<String>)>,
-    ) -> Result<Vec<Enqueued>, EnqueueError> {
+    /// As [`Dispatcher::submit`].
+    pub async fn submit_async(self: &Arc<Self>, request: Enqueue) -> Result<Vec<Enqueued>, EnqueueError> {
         if !self.enqueues_in_background() {
-            let (dispatcher, topic) = (self.clone(), topic.to_owned());
-            return tokio::task::spawn_blocking(move || dispatcher.enqueue_batch(&topic, jobs)).await.map_err(|e| {
+            let dispatcher = self.clone();
+            return tokio::task::spawn_blocking(move || dispatcher.submit(request)).await.map_err(|e| {
                 EnqueueError::Store(StoreError::Failed {
                     store: "the store".into(),
                     message: format!("the enqueue's thread failed: {e}"),
-                    source: None,
+                    cause: None,
                 })
             })?;
         }
-        let jobs = self.new_jobs(topic, jobs)?;
+        let topic = request.topic.clone();
+        let jobs = self.new_jobs(request)?;
         let (sent, answer) = tokio::sync::oneshot::channel();
-        let (dispatcher, topic) = (self.clone(), topic.to_owned());
+        let dispatcher = self.clone();
         let done = move |result: Result<Vec<Enqueued>, StoreError>| {
             if let Ok(enqueued) = &result {
                 dispatcher.created(&topic, enqueued);
@@ -110,39 +112,37 @@ impl Dispatcher {
         let result = answer.await.map_err(|_| StoreError::Failed {
             store: "the store".into(),
             message: "the enqueue ended without a result".into(),
-            source: None,
+            cause: None,
         })?;
         Ok(result?)
     }
 
-    /// [`Dispatcher::enqueue_batch`] within a tenant's `max_queued`, counted
-    /// in a store several processes share (see [`Shared::enqueue_capped`](crate::store::Shared::enqueue_capped)).
+    /// [`Dispatcher::submit`] within a tenant's `max_queued`, counted in a
+    /// store several processes share (see
+    /// [`Shared::enqueue_capped`](crate::store::Shared::enqueue_capped)).
     ///
     /// # Errors
     ///
-    /// As [`Dispatcher::enqueue_batch`]; [`StoreError::Unsupported`] for a
-    /// store that is not [`Shared`](crate::store::Shared).
-    pub fn enqueue_capped(
-        &self,
-        topic: &str,
-        jobs: Vec<(Vec<u8>, Option<String>)>,
-        cap: &QueueCap<'_>,
-    ) -> Result<Capped, EnqueueError> {
-        let jobs = self.new_jobs(topic, jobs)?;
+    /// As [`Dispatcher::submit`]; [`StoreError::Unsupported`] for a store
+    /// that is not [`Shared`](crate::store::Shared).
+    pub(crate) fn submit_capped(&self, request: Enqueue, cap: &QueueCap<'_>) -> Result<Capped, EnqueueError> {
+        let topic = request.topic.clone();
+        let jobs = self.new_jobs(request)?;
         let shared = self.store.supports().shared.ok_or(StoreError::Unsupported { capability: "shared" })?;
         let capped = shared.enqueue_capped(jobs, cap, self.clock.now())?;
         if let Capped::Enqueued(enqueued) = &capped {
-            self.created(topic, enqueued);
+            self.created(&topic, enqueued);
         }
         Ok(capped)
     }
 
-    /// Jobs of a registered `topic` to store: each an input and a key.
-    fn new_jobs(&self, topic: &str, jobs: Vec<(Vec<u8>, Option<String>)>) -> Result<Vec<NewJob>, EnqueueError> {
-        let policy = self.topic_retry(topic)?;
+    /// The jobs of a request to store, with their topic's retry policy.
+    fn new_jobs(&self, request: Enqueue) -> Result<Vec<NewJob>, EnqueueError> {
+        let Enqueue { topic, jobs, not_before } = request;
+        let policy = self.topic_retry(&topic)?;
         Ok(jobs
             .into_iter()
-            .map(|(input, key)| NewJob { topic: topic.to_owned(), input, policy, not_before: None, key })
+            .map(|(input, key)| NewJob { topic: topic.clone(), input, policy, not_before, key })
             .collect())
     }
 

@@ -26,6 +26,7 @@ use arc_swap::ArcSwap;
 use combine::Combiner;
 use complete::Completer;
 pub use complete::Pending;
+pub use enqueue::Enqueue;
 use stats::Counters;
 pub use stats::{Snapshot, Totals};
 pub use wake::LastFetch;
@@ -310,7 +311,7 @@ impl Dispatcher {
     /// # Errors
     ///
     /// [`StoreError`] when the store fails.
-    pub fn submit(&self, reports: Vec<(Lock, Report)>) -> Result<Vec<Reported>, StoreError> {
+    pub fn submit_reports(&self, reports: Vec<(Lock, Report)>) -> Result<Vec<Reported>, StoreError> {
         let results = self.store.report(reports, self.clock.now())?;
         let mut re_armed = false;
         for result in &results {
@@ -345,7 +346,7 @@ impl Dispatcher {
     ) -> Result<Reported, StoreError> {
         let run = AttemptRun { plugin_version: plugin_version.map(str::to_owned), ..AttemptRun::default() };
         let report = self.judge(job, ending, run);
-        Ok(self.submit(vec![(job.lock, report)])?.remove(0))
+        Ok(self.submit_reports(vec![(job.lock, report)])?.remove(0))
     }
 
     fn deliver(&self, outcome: &TerminalOutcome) {

@@ -4,11 +4,11 @@
 //! the store does not support is [`StoreError::Unsupported`].
 
 use super::Host;
-use crate::dispatch::{EnqueueError, Totals};
+use std::sync::Arc;
+
+use crate::dispatch::{Snapshot, Totals};
 use crate::outcome::TerminalOutcome;
-use crate::store::{
-    CancelResult, DiscardResult, Enqueued, JobId, JobRecord, ListFilter, RetryIncidentResult, StoreError,
-};
+use crate::store::{CancelResult, DiscardResult, JobId, JobRecord, ListFilter, RetryIncidentResult, StoreError};
 
 impl Host {
     /// One job, live or ended, with its finished attempts.
@@ -103,24 +103,19 @@ impl Host {
         }
     }
 
-    /// [`Host::enqueue_batch`] for a caller on a tokio runtime, for a topic
-    /// whose tenant has no `max_queued` ([`Host::enqueues_without_blocking`]):
-    /// on a store that enqueues in the background no thread waits for the
-    /// commit.
-    ///
-    /// # Errors
-    ///
-    /// As [`Host::enqueue_batch`].
-    pub async fn enqueue_async(
-        &self,
-        topic: &str,
-        jobs: Vec<(Vec<u8>, Option<String>)>,
-    ) -> Result<Vec<Enqueued>, EnqueueError> {
-        self.dispatcher.enqueue_batch_async(topic, jobs).await
-    }
-
     /// What this process's dispatcher counted since it started.
     pub fn totals(&self) -> Totals {
         self.dispatcher.totals()
+    }
+
+    /// Counts the store's live jobs into a fresh snapshot now, and returns
+    /// it (the publisher does so every [`SNAPSHOT_EVERY`](super::SNAPSHOT_EVERY)
+    /// while workers run).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn publish_snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+        self.dispatcher.publish_snapshot()
     }
 }

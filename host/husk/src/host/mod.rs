@@ -28,7 +28,7 @@ use topic::{Runner, load_mapper};
 
 use crate::classify::RuleError;
 use crate::clock::{Clock, SystemClock};
-use crate::dispatch::{Dispatcher, EnqueueError, Snapshot, TopicPolicy};
+use crate::dispatch::{Dispatcher, Enqueue, EnqueueError, Snapshot, TopicPolicy};
 use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::outcome::{NullSink, OutcomeSink};
 use crate::plugin::PluginError;
@@ -342,42 +342,25 @@ impl Host {
         }
     }
 
-    /// The dispatcher.
-    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
-        &self.dispatcher
-    }
-
     /// The sandbox jobs run in.
     pub fn sandbox(&self) -> &Sandbox {
         &self.sandbox
     }
 
-    /// Enqueues a job, within its tenant's `max_queued`.
+    /// Enqueues one job, within its tenant's `max_queued`: [`Host::submit`]
+    /// of [`Enqueue::one`].
     ///
     /// # Errors
     ///
     /// [`EnqueueError`] for an unknown topic, a tenant at its `max_queued`,
     /// or a store failure; nothing is enqueued then.
     pub fn enqueue(&self, topic: &str, input: impl Into<Vec<u8>>) -> Result<JobId, EnqueueError> {
-        Ok(self.enqueue_keyed(topic, input.into(), None)?.id)
+        Ok(self.submit(Enqueue::one(topic, input))?[0].id)
     }
 
-    /// Enqueues a job with an idempotency key: the same `key` returns the
-    /// job it first enqueued instead of another (`created: false`). A job
-    /// counts against its tenant's `max_queued` (see
-    /// [`Host::enqueue_batch`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Host::enqueue`].
-    pub fn enqueue_keyed(&self, topic: &str, input: Vec<u8>, key: Option<String>) -> Result<Enqueued, EnqueueError> {
-        Ok(self.enqueue_batch(topic, vec![(input, key)])?.remove(0))
-    }
-
-    /// Whether an enqueue of `topic` may go through
-    /// [`Dispatcher::enqueue_batch_async`], which on a store that enqueues in
-    /// the background waits without a thread of its own: its tenant has no
-    /// `max_queued` to check (that check is [`Host::enqueue_batch`]'s, a
+    /// Whether [`Host::submit_async`] of a request for `topic` waits
+    /// without a thread of its own: the store enqueues in the background
+    /// and the topic's tenant has no `max_queued` to check (that check is a
     /// blocking call).
     pub fn enqueues_without_blocking(&self, topic: &str) -> bool {
         self.queue_cap(topic).is_none() && self.dispatcher.enqueues_in_background()
@@ -390,37 +373,32 @@ impl Host {
         Some((tenant, self.quota(tenant).max_queued?, self.queue_checks.get(tenant)?))
     }
 
-    /// Enqueues jobs of one topic in one transaction, all or none, each an
-    /// input with an optional idempotency key (a key already taken, by an
-    /// earlier job or earlier in the batch, returns that job, `created:
-    /// false`). The jobs count against their tenant's `max_queued` (live
-    /// jobs: queued, gated or running) — every job of the batch, even one
-    /// whose key is taken — estimated from the last published snapshot plus
-    /// this process's enqueues since, counted exactly within a tenth of the
-    /// limit (see [`QueueCheck`]); on a store several processes share,
-    /// counted exactly in the store at every enqueue, in step with the other
-    /// processes (see [`Shared::enqueue_capped`](crate::store::Shared::enqueue_capped)).
+    /// Enqueues `request` (one job or many, keyed or not; see [`Enqueue`]):
+    /// one [`Enqueued`] per job, in order. The jobs count against their
+    /// tenant's `max_queued` (live jobs: queued, gated or running) — every
+    /// job of the request, even one whose key is taken — estimated from the
+    /// last published snapshot plus this process's enqueues since, counted
+    /// exactly within a tenth of the limit (see [`QueueCheck`]); on a store
+    /// several processes share, counted exactly in the store at every
+    /// enqueue, in step with the other processes (see
+    /// [`Shared::enqueue_capped`](crate::store::Shared::enqueue_capped)).
     ///
     /// # Errors
     ///
-    /// As [`Host::enqueue`]: a batch that would take the tenant past its
+    /// As [`Host::enqueue`]: a request that would take the tenant past its
     /// `max_queued` is refused whole.
-    pub fn enqueue_batch(
-        &self,
-        topic: &str,
-        jobs: Vec<(Vec<u8>, Option<String>)>,
-    ) -> Result<Vec<Enqueued>, EnqueueError> {
-        let Some((tenant, max, check)) = self.queue_cap(topic) else {
-            return self.dispatcher.enqueue_batch(topic, jobs);
+    pub fn submit(&self, request: Enqueue) -> Result<Vec<Enqueued>, EnqueueError> {
+        let Some((tenant, max, check)) = self.queue_cap(&request.topic) else {
+            return self.dispatcher.submit(request);
         };
-        let adding = jobs.len() as u64;
+        let adding = request.jobs.len() as u64;
         let mut check = check.lock();
         let topics: Vec<String> =
             self.topics().filter(|t| t.tenant() == Some(tenant)).map(|t| t.name().to_owned()).collect();
         if self.dispatcher.store().is_shared() {
             // Other processes enqueue too: counted in the store, with them.
             let cap = QueueCap { tenant, topics: &topics, max };
-            return match self.dispatcher.enqueue_capped(topic, jobs, &cap)? {
+            return match self.dispatcher.submit_capped(request, &cap)? {
                 Capped::Enqueued(enqueued) => Ok(enqueued),
                 Capped::Full { live } => Err(EnqueueError::QuotaExceeded { tenant: tenant.to_owned(), live, max }),
             };
@@ -432,12 +410,33 @@ impl Host {
         if live + adding > max {
             return Err(EnqueueError::QuotaExceeded { tenant: tenant.to_owned(), live, max });
         }
-        let enqueued = self.dispatcher.enqueue_batch(topic, jobs)?;
+        let enqueued = self.dispatcher.submit(request)?;
         let created = enqueued.iter().filter(|e| e.created).count() as u64;
         if created > 0 {
             check.added(self.dispatcher.enqueued(), created);
         }
         Ok(enqueued)
+    }
+
+    /// [`Host::submit`] for a caller on a tokio runtime: where
+    /// [`Host::enqueues_without_blocking`], no thread waits for the store's
+    /// commit; otherwise the call runs on tokio's blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::submit`].
+    pub async fn submit_async(self: &Arc<Self>, request: Enqueue) -> Result<Vec<Enqueued>, EnqueueError> {
+        if self.enqueues_without_blocking(&request.topic) {
+            return self.dispatcher.submit_async(request).await;
+        }
+        let host = self.clone();
+        tokio::task::spawn_blocking(move || host.submit(request)).await.map_err(|e| {
+            EnqueueError::Store(StoreError::Failed {
+                store: "the store".into(),
+                message: format!("the enqueue's thread failed: {e}"),
+                cause: None,
+            })
+        })?
     }
 
     /// Pauses (`paused: true`) or resumes a topic, for every process

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 /// The error underneath a store's failure, as the database driver gave it
 /// (shared: one failed commit fails every call in it). The failure's
-/// message already names it; this keeps it typed, for
-/// [`std::error::Error::source`] and a downcast.
+/// message already names it; this keeps it typed (see
+/// [`StoreError::cause`]).
 pub type Cause = Arc<dyn std::error::Error + Send + Sync>;
 
 /// Why a store call failed, on one line naming the store (a file, or a
@@ -24,7 +24,7 @@ pub enum StoreError {
         /// What failed, and why.
         message: String,
         /// The failure underneath (the database driver's), when there is one.
-        source: Option<Cause>,
+        cause: Option<Cause>,
     },
     /// A write conflicted with a concurrent one (a serialization failure,
     /// a deadlock, a unique key). Retryable.
@@ -34,7 +34,7 @@ pub enum StoreError {
         /// What failed, and why.
         message: String,
         /// The failure underneath (the database driver's), when there is one.
-        source: Option<Cause>,
+        cause: Option<Cause>,
     },
     /// A stored value cannot be read: a corrupt row or file, a value that
     /// does not decode.
@@ -44,7 +44,7 @@ pub enum StoreError {
         /// What failed, and why.
         message: String,
         /// The failure underneath (the database driver's), when there is one.
-        source: Option<Cause>,
+        cause: Option<Cause>,
     },
     /// The store was written by a newer husk, whose schema this one does
     /// not know: upgrade this husk (nothing was changed).
@@ -64,7 +64,7 @@ pub enum StoreError {
         /// What failed, and why.
         message: String,
         /// The failure underneath (the database driver's), when there is one.
-        source: Option<Cause>,
+        cause: Option<Cause>,
     },
     /// The store does not support what was asked (see
     /// [`JobStore::supports`](super::JobStore::supports)): not retryable.
@@ -89,21 +89,24 @@ impl std::fmt::Display for StoreError {
     }
 }
 
-/// The source is the driver's error itself (not the [`Cause`] holding it),
-/// so a caller can downcast it.
-impl std::error::Error for StoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+/// No `source()`: the message already names the cause on its one line,
+/// and the CLI prints an error's chain (`{:#}`), which would say it twice.
+/// The driver's error itself is [`StoreError::cause`].
+impl std::error::Error for StoreError {}
+
+impl StoreError {
+    /// The driver's error underneath, typed (downcast it to, say,
+    /// `rusqlite::Error` or `postgres::Error`); `None` where there is none.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
         match self {
-            StoreError::Unavailable { source, .. }
-            | StoreError::Conflict { source, .. }
-            | StoreError::Corrupt { source, .. }
-            | StoreError::Failed { source, .. } => source.as_deref().map(|cause| cause as _),
+            StoreError::Unavailable { cause, .. }
+            | StoreError::Conflict { cause, .. }
+            | StoreError::Corrupt { cause, .. }
+            | StoreError::Failed { cause, .. } => cause.as_deref(),
             StoreError::NewerSchema { .. } | StoreError::Unsupported { .. } => None,
         }
     }
-}
 
-impl StoreError {
     /// Whether trying the same call again later may succeed
     /// ([`StoreError::Unavailable`], [`StoreError::Conflict`]).
     pub fn is_retryable(&self) -> bool {
