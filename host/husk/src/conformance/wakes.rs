@@ -50,9 +50,13 @@ impl JobStore for CountingFetches {
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
         self.store.depths()
     }
-    /// The wrapped store's own: only fetches are counted.
+    /// The wrapped store's own, but not [`Shared`](crate::store::Shared):
+    /// the dispatcher on this store is not subscribed to the store's
+    /// notifications, so every look the checks count is one they caused. (On
+    /// PostgreSQL, a notification of the store's own write could otherwise
+    /// arrive late and wake a sleeping fetcher once more.)
     fn supports(&self) -> Supports<'_> {
-        self.store.supports()
+        Supports { shared: None, ..self.store.supports() }
     }
 }
 
