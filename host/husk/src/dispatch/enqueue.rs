@@ -49,6 +49,19 @@ impl Enqueue {
     }
 }
 
+/// Runs a blocking enqueue on tokio's blocking pool, for an async caller.
+pub(crate) async fn on_blocking_thread<T: Send + 'static>(
+    enqueue: impl FnOnce() -> Result<T, EnqueueError> + Send + 'static,
+) -> Result<T, EnqueueError> {
+    tokio::task::spawn_blocking(enqueue).await.map_err(|e| {
+        EnqueueError::Store(StoreError::Failed {
+            store: "the store".into(),
+            message: format!("the enqueue's thread failed: {e}"),
+            cause: None,
+        })
+    })?
+}
+
 impl Dispatcher {
     /// Enqueues one job: [`Dispatcher::submit`] of [`Enqueue::one`].
     ///
@@ -89,13 +102,7 @@ impl Dispatcher {
     pub async fn submit_async(self: &Arc<Self>, request: Enqueue) -> Result<Vec<Enqueued>, EnqueueError> {
         if !self.enqueues_in_background() {
             let dispatcher = self.clone();
-            return tokio::task::spawn_blocking(move || dispatcher.submit(request)).await.map_err(|e| {
-                EnqueueError::Store(StoreError::Failed {
-                    store: "the store".into(),
-                    message: format!("the enqueue's thread failed: {e}"),
-                    cause: None,
-                })
-            })?;
+            return on_blocking_thread(move || dispatcher.submit(request)).await;
         }
         let topic = request.topic.clone();
         let jobs = self.new_jobs(request)?;
@@ -128,7 +135,7 @@ impl Dispatcher {
     pub(crate) fn submit_capped(&self, request: Enqueue, cap: &QueueCap<'_>) -> Result<Capped, EnqueueError> {
         let topic = request.topic.clone();
         let jobs = self.new_jobs(request)?;
-        let shared = self.store.supports().shared.ok_or(StoreError::Unsupported { capability: "shared" })?;
+        let shared = self.store.shared()?;
         let capped = shared.enqueue_capped(jobs, cap, self.clock.now())?;
         if let Capped::Enqueued(enqueued) = &capped {
             self.created(&topic, enqueued);

@@ -27,6 +27,7 @@ use combine::Combiner;
 use complete::Completer;
 pub use complete::Pending;
 pub use enqueue::Enqueue;
+pub(crate) use enqueue::on_blocking_thread;
 use stats::Counters;
 pub use stats::{Snapshot, Totals};
 pub use wake::LastFetch;
@@ -414,7 +415,7 @@ impl Dispatcher {
     /// [`StoreError`] when the store fails (what was pruned before stays
     /// pruned) or has no [`Pruning`](crate::store::Pruning).
     pub fn prune(&self, retention: &Retention, batch: usize) -> Result<Pruned, StoreError> {
-        let store = self.store.supports().pruning.ok_or(StoreError::Unsupported { capability: "pruning" })?;
+        let store = self.store.pruning()?;
         let batch = batch.max(1);
         let mut all = Pruned::default();
         loop {

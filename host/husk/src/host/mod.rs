@@ -430,13 +430,7 @@ impl Host {
             return self.dispatcher.submit_async(request).await;
         }
         let host = self.clone();
-        tokio::task::spawn_blocking(move || host.submit(request)).await.map_err(|e| {
-            EnqueueError::Store(StoreError::Failed {
-                store: "the store".into(),
-                message: format!("the enqueue's thread failed: {e}"),
-                cause: None,
-            })
-        })?
+        crate::dispatch::on_blocking_thread(move || host.submit(request)).await
     }
 
     /// Pauses (`paused: true`) or resumes a topic, for every process
