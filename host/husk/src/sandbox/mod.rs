@@ -471,6 +471,9 @@ impl Sandbox {
             store.set_fuel(budget).expect("fuel is enabled on this engine");
         }
         // At every tick while WebAssembly runs: the same check as a wait's.
+        // Wasmtime counts `Continue(1)` from the epoch when the callback
+        // returns, so a tick that lands during the callback is seen at the
+        // next one: a spinning guest may be stopped one tick late.
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|store| match store.data().bound.check() {
             Some(stop) => Err(stop),
