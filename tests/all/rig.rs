@@ -51,6 +51,9 @@ impl JobStore for CoreOnly {
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
         self.0.outcomes_after(after, limit)
     }
+    fn outcome_head(&self) -> Result<u64, StoreError> {
+        self.0.outcome_head()
+    }
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
         self.0.depths()
     }

@@ -234,6 +234,15 @@ impl JobStore for PostgresStore {
         })
     }
 
+    fn outcome_head(&self) -> Result<u64, StoreError> {
+        self.run("outcome head", |tx| {
+            // As far as `outcomes_after` reads.
+            let committed = sequence::committed(tx)?;
+            let row = tx.query_one("SELECT coalesce(max(seq), 0) FROM husk_outcomes WHERE seq <= $1", &[&committed])?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
         self.run("depths", |tx| {
             let rows =
@@ -264,12 +273,13 @@ impl Queries for PostgresStore {
                      AND ($2::bigint IS NULL OR state = $2) AND ($4::bigint IS NULL OR id < $4)
                      AND ($5::bigint IS NULL OR enqueued_at >= $5) AND ($6::bigint IS NULL OR enqueued_at < $6)
                      AND ($7::text IS NULL OR strpos(last_fault::json ->> 'code', $7) > 0)
+                     AND ($8::boolean IS NULL OR (attempt > 1) = $8)
                      ORDER BY id DESC LIMIT $3",
-                    &[&filter.topic, &state, &limit, &before, &after, &until, &code],
+                    &[&filter.topic, &state, &limit, &before, &after, &until, &code, &filter.retrying],
                 )?;
                 ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
             }
-            if state.is_none_or(|s| s == -1) {
+            if !filter.live_only() {
                 // A job's latest outcome only (a retried incident has several).
                 let kind = filter.outcome.map(|k| k.as_str());
                 let rows = tx.query(

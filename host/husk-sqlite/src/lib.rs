@@ -382,6 +382,14 @@ impl JobStore for SqliteStore {
         })
     }
 
+    fn outcome_head(&self) -> Result<u64, StoreError> {
+        let head: i64 = self.read("outcome head", move |conn| {
+            conn.prepare_cached("SELECT coalesce(max(seq), 0) FROM outcomes")
+                .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        })?;
+        Ok(head as u64)
+    }
+
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
         let rows: Vec<(String, i64, i64)> = self.read("depths", move |conn| {
             conn.prepare_cached("SELECT topic, state, count(*) FROM jobs GROUP BY topic, state ORDER BY topic")

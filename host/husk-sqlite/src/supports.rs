@@ -259,13 +259,16 @@ fn list(conn: &Connection, filter: &ListFilter) -> rusqlite::Result<Vec<JobRecor
             "SELECT id FROM jobs WHERE (?1 IS NULL OR topic = ?1) AND (?2 IS NULL OR state = ?2)
              AND (?4 IS NULL OR id < ?4) AND (?5 IS NULL OR enqueued_at >= ?5) AND (?6 IS NULL OR enqueued_at < ?6)
              AND (?7 IS NULL OR instr(json_extract(last_fault, '$.code'), ?7) > 0)
+             AND (?8 IS NULL OR (attempt > 1) = ?8)
              ORDER BY id DESC LIMIT (SELECT ?3)",
         )
         .and_then(|mut s| {
-            s.query_map(params![filter.topic, state, limit, before, after, until, code], |r| r.get(0))?.collect()
+            let retrying = filter.retrying;
+            s.query_map(params![filter.topic, state, limit, before, after, until, code, retrying], |r| r.get(0))?
+                .collect()
         })?
     };
-    let ended_ids: Vec<i64> = if state.is_some_and(|s| s != -1) {
+    let ended_ids: Vec<i64> = if filter.live_only() {
         Vec::new()
     } else {
         // A job's latest outcome only (a retried incident has several).

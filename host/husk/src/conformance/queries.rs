@@ -54,6 +54,12 @@ pub fn listing_filters_by_outcome_enqueue_time_and_fault_code(backend: &dyn Back
     assert_eq!(ids(ListFilter { state: Some(JobState::Gated), ..code("timeout") }), vec![gated]);
     assert_eq!(ids(ListFilter { outcome: Some(OutcomeKind::Failed), ..code("timeout") }), Vec::<JobId>::new());
     assert_eq!(ids(code("nothing.like.it")), Vec::<JobId>::new());
+    let waiting =
+        |retrying| ListFilter { state: Some(JobState::Gated), retrying: Some(retrying), ..Default::default() };
+    assert_eq!(ids(waiting(true)), vec![gated], "a job waiting for its retry");
+    let scheduled = store.enqueue(vec![NewJob { not_before: Some(at(2000)), ..job("t") }], at(31)).unwrap()[0].id;
+    assert_eq!(ids(waiting(false)), vec![scheduled], "a job waiting for its start");
+    assert_eq!(ids(ListFilter { retrying: Some(false), ..kind(OutcomeKind::Completed) }), Vec::<JobId>::new());
     let window = ListFilter { enqueued_after: Some(at(10)), enqueued_before: Some(at(30)), ..ListFilter::default() };
     assert_eq!(ids(window), vec![incident, gated], "after is inclusive, before exclusive");
     let early_ended =

@@ -58,13 +58,16 @@ pub(super) fn failed(topic: &str, code: &str) -> Outcome {
     }
 }
 
-/// Conformance check: outcome log is ordered and resumable by cursor.
+/// Conformance check: outcome log is ordered and resumable by cursor, its
+/// head the last outcome's.
 pub fn outcome_log_is_ordered_and_resumable_by_cursor(backend: &dyn Backend) {
     let fresh = backend.fresh();
     let store = fresh.store();
+    assert_eq!(store.outcome_head().unwrap(), 0, "no outcome yet");
     let ids: Vec<JobId> =
         (0..5).map(|_| run_to_end(store, "t", Outcome::BusinessStatus { value: "s".into() })).collect();
     let all = store.outcomes_after(0, 100).unwrap();
+    assert_eq!(store.outcome_head().unwrap(), all[4].seq, "the head is the last outcome");
     assert_eq!(all.iter().map(|o| o.job_id).collect::<Vec<_>>(), ids);
     assert!(all.windows(2).all(|w| w[0].seq < w[1].seq));
     let rest = store.outcomes_after(all[1].seq, 2).unwrap();

@@ -47,6 +47,9 @@ impl JobStore for CountingFetches {
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError> {
         self.store.outcomes_after(after, limit)
     }
+    fn outcome_head(&self) -> Result<u64, StoreError> {
+        self.store.outcome_head()
+    }
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
         self.store.depths()
     }

@@ -89,6 +89,16 @@ impl Host {
         self.dispatcher.store().outcomes_after(after, limit)
     }
 
+    /// The largest outcome cursor the store can return now (see
+    /// [`JobStore::outcome_head`](crate::store::JobStore::outcome_head)).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    pub fn outcome_head(&self) -> Result<u64, StoreError> {
+        self.dispatcher.store().outcome_head()
+    }
+
     /// The highest outcome sequence number pruned so far (0: none, also
     /// for a store that prunes nothing): a cursor below it may have missed
     /// outcomes.

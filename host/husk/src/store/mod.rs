@@ -344,6 +344,15 @@ pub trait JobStore: Send + Sync + 'static {
     /// [`StoreError`] when the store fails.
     fn outcomes_after(&self, after: u64, limit: usize) -> Result<Vec<TerminalOutcome>, StoreError>;
 
+    /// The largest `seq` of the outcomes kept that
+    /// [`outcomes_after`](Self::outcomes_after) can return now (0 when there
+    /// are none): a cursor past it was never handed out.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn outcome_head(&self) -> Result<u64, StoreError>;
+
     /// Live job counts per topic.
     ///
     /// # Errors

@@ -56,6 +56,10 @@ pub struct ListFilter {
     pub topic: Option<String>,
     /// Only jobs in this state.
     pub state: Option<JobState>,
+    /// Only live jobs past their first attempt (`true`) or on it (`false`):
+    /// with [`JobState::Gated`], the jobs that wait for a retry or for
+    /// their start. Ended jobs never match when it is set.
+    pub retrying: Option<bool>,
     /// At most this many, newest first (default 100).
     pub limit: Option<usize>,
     /// Only jobs older than this one (ids below it): the next page after a
@@ -80,6 +84,7 @@ impl ListFilter {
         let millis = crate::wire::epoch_millis::to_millis;
         self.topic.as_ref().is_none_or(|t| &record.topic == t)
             && self.state.is_none_or(|s| record.state == s)
+            && self.retrying.is_none_or(|r| record.state != JobState::Terminal && (record.attempt > 1) == r)
             && self.outcome.is_none_or(|k| record.outcome.as_ref().is_some_and(|o| o.outcome.outcome_kind() == k))
             && self.enqueued_after.is_none_or(|t| millis(record.enqueued_at) >= millis(t))
             && self.enqueued_before.is_none_or(|t| millis(record.enqueued_at) < millis(t))
@@ -93,6 +98,12 @@ impl ListFilter {
     /// terminal state).
     pub fn ended_only(&self) -> bool {
         self.outcome.is_some() || self.state == Some(JobState::Terminal)
+    }
+
+    /// Whether only live jobs can match (a live state is asked for, or
+    /// `retrying`).
+    pub fn live_only(&self) -> bool {
+        self.retrying.is_some() || self.state.is_some_and(|s| s != JobState::Terminal)
     }
 }
 

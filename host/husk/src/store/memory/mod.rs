@@ -322,6 +322,10 @@ impl JobStore for MemoryStore {
         Ok(inner.log.iter().skip(start).take(limit).cloned().collect())
     }
 
+    fn outcome_head(&self) -> Result<u64, StoreError> {
+        Ok(self.lock().log.back().map_or(0, |o| o.seq))
+    }
+
     fn depths(&self) -> Result<Vec<(String, Depth)>, StoreError> {
         let inner = self.lock();
         let mut depths: Vec<_> = inner.depths.iter().map(|(t, d)| (t.clone(), *d)).collect();
