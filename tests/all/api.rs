@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::serve::start_error;
 use crate::support::guest;
-use crate::support_server::{Server, TOKEN_A, TOKEN_B, TOKEN_Q, config, enqueue, job_state, refusal};
+use crate::support_server::{Server, TOKEN_A, TOKEN_B, TOKEN_Q, config, ended, enqueue, job_state, refusal};
 
 #[test]
 fn tenant_isolation_through_the_http_server() {
@@ -25,9 +25,7 @@ fn tenant_isolation_through_the_http_server() {
     let a_job = enqueue(&a, "a-quote", &json!({ "amount": 5, "currency": "EUR" })).unwrap()["id"].clone();
     // b's job fails once, with no retry: an open incident of tenant b.
     let b_job = enqueue(&b, "b-flaky", &json!({ "succeed_on_attempt": 2 })).unwrap()["id"].clone();
-    server.wait_until("both jobs end", |_| {
-        job_state(&a, &a_job)["state"] == "terminal" && job_state(&b, &b_job)["state"] == "terminal"
-    });
+    server.wait_until("both jobs end", |_| ended(&job_state(&a, &a_job)) && ended(&job_state(&b, &b_job)));
     assert_eq!(b.get("/v1/incidents").unwrap()["incidents"][0]["id"], b_job);
 
     // A valid component, padded to 3 MiB (under the 4 MiB limit): the
@@ -99,9 +97,9 @@ fn every_bad_request_gets_its_status_and_error_and_changes_nothing() {
     // Tenant q fills its max_queued (3) with jobs gated for an hour.
     let gated: Vec<Value> =
         (0..3).map(|_| enqueue(&q, "q-flaky", &json!({ "succeed_on_attempt": 9 })).unwrap()["id"].clone()).collect();
-    server.wait_until("q's jobs are gated", |_| gated.iter().all(|id| job_state(&q, id)["state"] == "gated"));
+    server.wait_until("q's jobs are gated", |_| gated.iter().all(|id| job_state(&q, id)["state"] == "retrying"));
     let done = enqueue(&a, "a-quote", &json!({ "amount": 1, "currency": "EUR" })).unwrap()["id"].clone();
-    server.wait_until("a's job ends", |_| job_state(&a, &done)["state"] == "terminal");
+    server.wait_until("a's job ends", |_| ended(&job_state(&a, &done)));
     let before = visible_state(&server);
 
     let big = json!({ "text": "x".repeat(2048) });
@@ -158,6 +156,33 @@ fn every_bad_request_gets_its_status_and_error_and_changes_nothing() {
             "malformed-json",
         ),
         ("unknown endpoint", a.get("/v1/nothing-here"), 404, "not-found"),
+        ("a method the endpoint does not take", a.get("/v1/topics/a-quote/jobs"), 405, "method-not-allowed"),
+        (
+            "a batch that is JSON but not an array",
+            a.post("/v1/topics/a-quote/jobs/batch", json_body("{\"input\": 1}"), &[]),
+            400,
+            "invalid-body",
+        ),
+        (
+            "a batch that is not JSON",
+            a.post("/v1/topics/a-quote/jobs/batch", json_body("[{"), &[]),
+            400,
+            "malformed-json",
+        ),
+        (
+            "a rollback body of the wrong shape",
+            a.post("/v1/topics/a-quote/rollback", json_body("[1]"), &[]),
+            400,
+            "invalid-body",
+        ),
+        (
+            "an empty deploy",
+            a.post("/v1/topics/a-quote/plugins", Some((b"", "application/wasm")), &[]),
+            422,
+            "invalid-plugin",
+        ),
+        ("a page of no jobs", a.get("/v1/jobs?limit=0"), 400, "bad-request"),
+        ("an outcome cursor past the head", a.get("/v1/outcomes?after=1000000&wait=0s"), 409, "cursor-ahead"),
     ];
     for (what, result, status, kind) in cases {
         assert_eq!(refusal(result), (status, kind.to_owned()), "{what}");
@@ -177,10 +202,10 @@ fn idempotency_keys_outcome_cursor_and_deploy_through_the_api() {
     assert_eq!(first["id"], again["id"]);
     let id = first["id"].clone();
     // Version 1 cannot price USD: with no retry the job is an incident.
-    server.wait_until("the USD job fails", |_| job_state(&a, &id)["state"] == "terminal");
+    server.wait_until("the USD job fails", |_| ended(&job_state(&a, &id)));
     let v1 = a.get("/v1/topics/a-quote/plugins").unwrap()["versions"][0]["version"].clone();
     let page = a.get("/v1/outcomes?after=0&wait=0s").unwrap();
-    assert_eq!(page["outcomes"][0]["outcome"]["kind"], "failed");
+    assert_eq!(page["outcomes"][0]["kind"], "failed");
     let cursor = page["cursor"].clone();
 
     let deployed = a
@@ -191,8 +216,8 @@ fn idempotency_keys_outcome_cursor_and_deploy_through_the_api() {
     // The long-poll returns the retried job's new outcome, after the cursor.
     let page = a.get(&format!("/v1/outcomes?after={cursor}&wait=30s")).unwrap();
     let outcome = &page["outcomes"][0];
-    assert_eq!((outcome["job_id"].clone(), outcome["outcome"]["kind"].clone()), (id.clone(), json!("completed")));
-    assert_eq!(outcome["outcome"]["output"]["version"], "v2");
+    assert_eq!((outcome["job_id"].clone(), outcome["kind"].clone()), (id.clone(), json!("completed")));
+    assert_eq!(outcome["output"]["version"], "v2");
     assert_eq!(a.get("/v1/incidents").unwrap()["incidents"], json!([]));
     // Its attempts record the version that ran each.
     let job = job_state(&a, &id);
@@ -288,9 +313,9 @@ fn cancelling_a_running_job_kills_it() {
     assert_eq!(a.post(&format!("/v1/jobs/{id}/cancel"), None, &[]).unwrap()["result"], "cancelling");
     // Killed at its next epoch tick, long before its 30 s deadline: the
     // wait below would give up first.
-    server.wait_until("the spin job ends", |_| job_state(&a, &id)["state"] == "terminal");
+    server.wait_until("the spin job ends", |_| ended(&job_state(&a, &id)));
     let job = job_state(&a, &id);
-    assert_eq!(job["outcome"]["outcome"]["kind"], "cancelled");
+    assert_eq!(job["outcome"]["kind"], "cancelled");
     assert_eq!(a.post(&format!("/v1/jobs/{id}/cancel"), None, &[]).unwrap()["result"], "already-ended");
 }
 
@@ -313,8 +338,8 @@ fn watch_deploys_a_changed_plugin_file_and_refuses_a_broken_one() {
     server.wait_until("the new file is deployed", |_| versions()[0]["origin"] == "watch");
     assert_ne!(versions()[0]["version"], v1);
     let id = enqueue(&a, "a-quote", &json!({ "amount": 1, "currency": "USD" })).unwrap()["id"].clone();
-    server.wait_until("the USD job ends", |_| job_state(&a, &id)["state"] == "terminal");
-    assert_eq!(job_state(&a, &id)["outcome"]["outcome"]["output"]["version"], "v2");
+    server.wait_until("the USD job ends", |_| ended(&job_state(&a, &id)));
+    assert_eq!(job_state(&a, &id)["outcome"]["output"]["version"], "v2");
 }
 
 /// `husk <args>` against the server as tenant a: (exit code, stdout, stderr).
@@ -338,10 +363,10 @@ fn the_cli_talks_to_the_server_in_tables_and_json() {
     let (_, out, _) = husk_cli(&server, &["enqueue", "a-quote", "--input", "{}", "--key", "k", "--json"]);
     let again: Value = serde_json::from_str(&out).unwrap();
     assert_eq!((again["id"].clone(), again["created"].clone()), (json!(1), json!(false)));
-    server.wait_until("job 1 ends", |s| job_state(&s.client(Some(TOKEN_A)), &json!(1))["state"] == "terminal");
+    server.wait_until("job 1 ends", |s| ended(&job_state(&s.client(Some(TOKEN_A)), &json!(1))));
     let (code, out, _) = husk_cli(&server, &["job", "1", "--json"]);
     let job: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!((code, job["outcome"]["outcome"]["kind"].clone()), (0, json!("completed")));
+    assert_eq!((code, job["outcome"]["kind"].clone()), (0, json!("completed")));
     let (_, out, _) = husk_cli(&server, &["jobs"]);
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("ID") && lines[1].starts_with("1 ") && lines[1].contains("completed"), "{out}");
@@ -353,4 +378,102 @@ fn the_cli_talks_to_the_server_in_tables_and_json() {
     assert!(err.contains("no job 99") && err.contains("404 not-found"), "{err}");
     let (code, _, err) = husk_cli(&server, &["deploy", "a-quote", "/nonexistent.wasm"]);
     assert!(code == 1 && err.contains("cannot read /nonexistent.wasm"), "{err}");
+}
+
+#[test]
+fn the_cli_takes_every_filter_of_the_api_and_says_what_to_do() {
+    let server = Server::start(&config());
+    let done = enqueue(&server.client(Some(TOKEN_A)), "a-quote", &json!({ "amount": 2, "currency": "EUR" })).unwrap();
+    let done = done["id"].clone();
+    server.wait_until("the job ends", |s| ended(&job_state(&s.client(Some(TOKEN_A)), &done)));
+    let ids = |args: &[&str]| -> Vec<Value> {
+        let (code, out, err) = husk_cli(&server, &[&["jobs", "--json"], args].concat());
+        assert_eq!(code, 0, "{err}");
+        let page: Value = serde_json::from_str(&out).unwrap();
+        page["jobs"].as_array().unwrap().iter().map(|j| j["id"].clone()).collect()
+    };
+    assert_eq!(ids(&["--state", "completed", "--outcome", "completed", "--topic", "a-quote"]), vec![done.clone()]);
+    assert_eq!(ids(&["--outcome", "failed"]), Vec::<Value>::new());
+    assert_eq!(
+        ids(&["--enqueued-after", "2000-01-01T00:00:00+02:00", "--enqueued-before", "2999-01-01T00:00:00Z"]),
+        vec![done.clone()]
+    );
+    assert_eq!(ids(&["--enqueued-after", "2999-01-01T00:00:00Z"]), Vec::<Value>::new());
+    assert_eq!(ids(&["--before", &done.to_string()]), Vec::<Value>::new());
+    assert_eq!(ids(&["--fault-code", "rates"]), Vec::<Value>::new());
+    let (code, out, _) = husk_cli(&server, &["incidents", "--topic", "a-quote"]);
+    assert_eq!((code, out.as_str()), (0, "no open incidents\n"));
+    let (code, _, err) = husk_cli(&server, &["incidents", "--topic", "b-flaky"]);
+    assert!(code == 1 && err.contains("404 unknown-topic"), "another tenant's topic: {err}");
+    // A server as host:port, and no token: told where a token goes.
+    let bare = server.url.trim_start_matches("http://");
+    let output = Command::new(env!("CARGO_BIN_EXE_husk"))
+        .args(["jobs", "--server", bare])
+        .env_remove("HUSK_TOKEN")
+        .env_remove("HUSK_SERVER")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("401 unauthorized") && err.contains("set HUSK_TOKEN or pass --token"), "{err}");
+}
+
+#[test]
+fn the_published_contract_names_every_route_and_each_takes_a_tenants_token() {
+    let server = Server::start(&config());
+    // The document is public: no token.
+    let doc = server.client(None).get("/v1/openapi.json").unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    assert_eq!(paths.len(), 15, "14 under /v1 and /healthz");
+    let anonymous = server.client(None);
+    for (path, item) in paths {
+        let concrete = path.replace("{topic}", "a-quote").replace("{id}", "1");
+        for method in item.as_object().unwrap().keys() {
+            let answer = match method.as_str() {
+                "get" => anonymous.get(&concrete),
+                "post" => anonymous.post(&concrete, None, &[]),
+                other => panic!("{other} {path}: the client sends GET and POST"),
+            };
+            if path == "/healthz" {
+                assert_eq!(answer.unwrap()["status"], "ok");
+            } else {
+                assert_eq!(refusal(answer), (401, "unauthorized".to_owned()), "{method} {path}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_job_is_told_in_one_vocabulary_and_listed_by_it() {
+    let server = Server::start(&config());
+    let (a, q) = (server.client(Some(TOKEN_A)), server.client(Some(TOKEN_Q)));
+    let done = enqueue(&a, "a-quote", &json!({ "amount": 1, "currency": "EUR" })).unwrap()["id"].clone();
+    let waiting = enqueue(&q, "q-flaky", &json!({ "succeed_on_attempt": 9 })).unwrap()["id"].clone();
+    server.wait_until("a's job ends", |_| ended(&job_state(&a, &done)));
+    server.wait_until("q's job waits for its retry", |_| job_state(&q, &waiting)["state"] == "retrying");
+
+    let job = job_state(&a, &done);
+    assert_eq!(job["state"], "completed");
+    // One level: the outcome's kind and data side by side.
+    assert_eq!(job["outcome"]["kind"], "completed");
+    assert!(job["outcome"].get("outcome").is_none(), "{job}");
+    // Times in RFC 3339, as the filters take them.
+    for time in [&job["enqueued_at"], &job["outcome"]["finished_at"], &job["attempts"][0]["finished_at"]] {
+        let text = time.as_str().unwrap_or_else(|| panic!("{time} is not text"));
+        assert!(text.ends_with('Z') && text.contains('T'), "{text}");
+        humantime::parse_rfc3339(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+    let retrying = job_state(&q, &waiting);
+    humantime::parse_rfc3339(retrying["not_before"].as_str().unwrap()).unwrap();
+    assert_eq!(retrying["retry_policy"]["kind"], "fixed", "{retrying}");
+
+    let ids = |client: &husk_cli::client::Client, query: &str| -> Vec<Value> {
+        let page = client.get(&format!("/v1/jobs?{query}")).unwrap();
+        page["jobs"].as_array().unwrap().iter().map(|j| j["id"].clone()).collect()
+    };
+    assert_eq!(ids(&q, "state=retrying"), vec![waiting.clone()]);
+    assert_eq!(ids(&q, "state=scheduled"), Vec::<Value>::new());
+    assert_eq!(ids(&a, "state=completed"), vec![done.clone()]);
+    assert_eq!(ids(&a, "state=completed&outcome=failed"), Vec::<Value>::new(), "a state and an outcome that disagree");
+    assert_eq!(ids(&a, "state=queued"), Vec::<Value>::new());
 }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::rig::pg::TestSchema;
 use crate::support::guest;
-use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
+use crate::support_server::{Server, TOKEN_A, ended, enqueue, job_state};
 
 /// Not UTF-8, with a NUL.
 const BINARY: &[u8] = b"\xff\x00\xfehusk\x80";
@@ -52,16 +52,28 @@ fn run_through_the_api(store_lines: &str) -> (Server, [JobId; 3]) {
     let inputs = [json!({ "output": BINARY }), json!({ "text": SPACED }), json!({ "fault": BINARY })];
     let ids: Vec<Value> = inputs.iter().map(|input| enqueue(&a, "binary", input).unwrap()["id"].clone()).collect();
     for id in &ids {
-        server.wait_until("the job ends", |_| job_state(&a, id)["state"] == "terminal");
+        server.wait_until("the job ends", |_| ended(&job_state(&a, id)));
     }
     let base64 = json!({ "base64": STANDARD.encode(BINARY) });
-    let views: Vec<Value> = ids.iter().map(|id| job_state(&a, id)["outcome"]["outcome"].clone()).collect();
-    assert_eq!(views[0], json!({ "kind": "completed", "output": base64 }));
+    let views: Vec<Value> = ids.iter().map(|id| job_state(&a, id)["outcome"].clone()).collect();
+    assert_eq!((views[0]["kind"].clone(), views[0]["output"].clone()), (json!("completed"), base64.clone()));
     assert_eq!(views[1]["output"], serde_json::from_str::<Value>(SPACED).unwrap(), "JSON is shown as JSON");
     assert_eq!(views[2]["kind"], "failed");
     assert_eq!(views[2]["last_fault"], json!({ "code": "binary.fault", "body": base64 }));
     let stream = a.get("/v1/outcomes?after=0&wait=0s").unwrap();
-    let streamed: Vec<Value> = stream["outcomes"].as_array().unwrap().iter().map(|o| o["outcome"].clone()).collect();
+    // A streamed outcome is the job's outcome with the job named.
+    let streamed: Vec<Value> = stream["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let mut o = o.clone();
+            for field in ["cursor", "job_id", "topic", "enqueued_at"] {
+                o.as_object_mut().unwrap().remove(field).unwrap_or_else(|| panic!("{field} in {o}"));
+            }
+            o
+        })
+        .collect();
     assert_eq!(streamed, views, "the outcome stream shows the same");
     let ids = ids.iter().map(|id| JobId(id.as_u64().unwrap())).collect::<Vec<_>>();
     (server, ids.try_into().unwrap())

@@ -219,36 +219,36 @@ mapper_deadline = "1s"
 
 #[test]
 fn husk_serve_ends_jobs_and_mappers_blocked_in_host_calls_and_stops_at_sigterm() {
-    use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
+    use crate::support_server::{Server, TOKEN_A, ended, enqueue, job_state};
     let server = Server::process(&serve_config());
     let a = server.client(Some(TOKEN_A));
-    let ended = |topic: &str, input: Value| {
+    let finished = |topic: &str, input: Value| {
         let id = enqueue(&a, topic, &input).unwrap()["id"].clone();
-        server.wait_until(&format!("{topic} {input} ends"), |_| job_state(&a, &id)["state"] == "terminal");
+        server.wait_until(&format!("{topic} {input} ends"), |_| ended(&job_state(&a, &id)));
         job_state(&a, &id)
     };
 
     // Killed at its deadline, and the topic's one worker takes the next job.
-    let job = ended("nap", json!({ "sleep_ms": 3_600_000 }));
-    assert_eq!(job["outcome"]["outcome"]["kind"], "failed", "{job}");
-    assert_eq!(job["outcome"]["outcome"]["last_fault"]["code"], codes::TIMEOUT, "{job}");
-    assert_eq!(ended("nap", json!({ "never": true }))["outcome"]["outcome"]["last_fault"]["code"], codes::TIMEOUT);
-    assert_eq!(ended("nap", json!({ "sleep_ms": 0 }))["outcome"]["outcome"]["kind"], "completed");
+    let job = finished("nap", json!({ "sleep_ms": 3_600_000 }));
+    assert_eq!(job["outcome"]["kind"], "failed", "{job}");
+    assert_eq!(job["outcome"]["last_fault"]["code"], codes::TIMEOUT, "{job}");
+    assert_eq!(finished("nap", json!({ "never": true }))["outcome"]["last_fault"]["code"], codes::TIMEOUT);
+    assert_eq!(finished("nap", json!({ "sleep_ms": 0 }))["outcome"]["kind"], "completed");
 
     // A mapper sleeping through WASI is cut off at its deadline (1 s here,
     // not the default 100 ms, so the 10 MB message below is not cut off
     // by the deadline first on a loaded machine).
-    let job = ended("forge", json!({ "code": "sleep", "body": {} }));
-    let diagnostic = job["outcome"]["outcome"]["diagnostic"].as_str().unwrap().to_owned();
+    let job = finished("forge", json!({ "code": "sleep", "body": {} }));
+    let diagnostic = job["outcome"]["diagnostic"].as_str().unwrap().to_owned();
     assert!(diagnostic.contains(codes::TIMEOUT), "{job}");
     // A mapper's 10 MB message is neither stored nor delivered.
-    let job = ended("forge", json!({ "code": "huge", "body": { "field": "message", "bytes": 10_000_000 } }));
-    assert_eq!(job["outcome"]["outcome"]["kind"], "failed", "a technical fault, not the business error");
-    assert!(job["outcome"]["outcome"]["diagnostic"].as_str().unwrap().contains("husk.output-too-large"), "{job}");
+    let job = finished("forge", json!({ "code": "huge", "body": { "field": "message", "bytes": 10_000_000 } }));
+    assert_eq!(job["outcome"]["kind"], "failed", "a technical fault, not the business error");
+    assert!(job["outcome"]["diagnostic"].as_str().unwrap().contains("husk.output-too-large"), "{job}");
     assert!(job.to_string().len() < 64 << 10, "the job is {} bytes", job.to_string().len());
     // A guest's forged kill is recorded as the guest's own fault.
-    let job = ended("forge", json!({ "code": codes::TIMEOUT, "body": { "deadline_ms": 5 } }));
-    let last_fault = &job["outcome"]["outcome"]["last_fault"];
+    let job = finished("forge", json!({ "code": codes::TIMEOUT, "body": { "deadline_ms": 5 } }));
+    let last_fault = &job["outcome"]["last_fault"];
     assert_eq!(last_fault["code"], codes::GUEST_RESERVED_CODE, "{job}");
     assert_eq!(last_fault["body"], json!({ "code": codes::TIMEOUT, "body": { "deadline_ms": 5 } }));
 
@@ -256,8 +256,8 @@ fn husk_serve_ends_jobs_and_mappers_blocked_in_host_calls_and_stops_at_sigterm()
     let id = enqueue(&a, "hold", &json!({ "never": true })).unwrap()["id"].clone();
     server.wait_until("the held job runs", |_| job_state(&a, &id)["state"] == "running");
     assert_eq!(a.post(&format!("/v1/jobs/{id}/cancel"), None, &[]).unwrap()["result"], "cancelling");
-    server.wait_until("the held job is cancelled", |_| job_state(&a, &id)["state"] == "terminal");
-    assert_eq!(job_state(&a, &id)["outcome"]["outcome"]["kind"], "cancelled");
+    server.wait_until("the held job is cancelled", |_| ended(&job_state(&a, &id)));
+    assert_eq!(job_state(&a, &id)["outcome"]["kind"], "cancelled");
 
     // SIGTERM: the grace period ends a job waiting forever, husk exits, and
     // the job goes back to the queue on the attempt it was on.

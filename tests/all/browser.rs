@@ -17,7 +17,7 @@ use husk_server::tokens::token_hash;
 use serde_json::{Value, json};
 
 use crate::support::guest;
-use crate::support_server::{Server, TOKEN_A, enqueue};
+use crate::support_server::{Server, TOKEN_A, ended, enqueue};
 
 const TOKEN_B: &str = "browser-token-of-tenant-b";
 const READ_A: &str = "browser-read-only-token-of-a";
@@ -279,9 +279,7 @@ fn a_reader_has_no_buttons_and_an_injected_script_does_not_run() {
     // The guest's fault body quotes the bad input: markup in job data.
     let payload = "<script>window.husk_pwned = 1</script><img src=x onerror=\"window.husk_pwned = 2\">";
     let id = enqueue(&client, "a-flaky", &json!({"succeed_on_attempt": payload})).unwrap()["id"].as_u64().unwrap();
-    server.wait_until("the job fails", |s| {
-        s.client(Some(TOKEN_A)).get(&format!("/v1/jobs/{id}")).unwrap()["state"] == "terminal"
-    });
+    server.wait_until("the job fails", |s| ended(&s.client(Some(TOKEN_A)).get(&format!("/v1/jobs/{id}")).unwrap()));
     run(async {
         let browser = driver.browser("reader").await;
         sign_in(&browser, &server, READ_A).await;

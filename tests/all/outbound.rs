@@ -458,7 +458,7 @@ fn config_values_are_the_topics_own() {
 /// the API's job view, the SQLite files.
 #[test]
 fn a_secret_never_leaves_the_guest_through_husk() {
-    use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
+    use crate::support_server::{Server, TOKEN_A, ended, enqueue, job_state};
     const SECRET: &str = "sk_live_husk_test_5f3a9c71";
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("api-key");
@@ -499,7 +499,7 @@ api_key = "file:api-key"
     .iter()
     .map(|input| enqueue(&client, "s", input).unwrap()["id"].clone())
     .collect();
-    server.wait_until("the jobs end", |_| ids.iter().all(|id| job_state(&client, id)["state"] == "terminal"));
+    server.wait_until("the jobs end", |_| ids.iter().all(|id| ended(&job_state(&client, id))));
     let views: Vec<String> = ids.iter().map(|id| job_state(&client, id).to_string()).collect();
     assert!(views[0].contains("config.shown") && views[0].contains("***"), "{}", views[0]);
     assert!(views[1].contains("***"), "{}", views[1]);

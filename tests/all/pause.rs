@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::rig::pg::TestSchema;
 use crate::support::guest;
-use crate::support_server::{Server, TOKEN_A, enqueue, job_state, refusal};
+use crate::support_server::{Server, TOKEN_A, ended, enqueue, job_state, refusal};
 
 const TOKEN_OTHER: &str = "token-of-a-tenant-without-topics";
 
@@ -67,7 +67,7 @@ fn enqueue_while_paused(on: &Server, count: usize) -> Vec<Value> {
     let held: Vec<Value> =
         (0..count).map(|i| enqueue(&a, "held", &json!({ "name": format!("h{i}") })).unwrap()["id"].clone()).collect();
     let free = enqueue(&a, "free", &json!({ "name": "f" })).unwrap()["id"].clone();
-    on.wait_until("the free topic's job ends", |_| job_state(&a, &free)["state"] == "terminal");
+    on.wait_until("the free topic's job ends", |_| ended(&job_state(&a, &free)));
     for id in &held {
         assert_eq!(job_state(&a, id)["state"], "queued", "job {id} of the paused topic was fetched");
     }
@@ -77,8 +77,8 @@ fn enqueue_while_paused(on: &Server, count: usize) -> Vec<Value> {
 fn wait_all_completed(on: &Server, ids: &[Value]) {
     let a = on.client(Some(TOKEN_A));
     for id in ids {
-        on.wait_until("a resumed job ends", |_| job_state(&a, id)["state"] == "terminal");
-        assert_eq!(job_state(&a, id)["outcome"]["outcome"]["kind"], "completed");
+        on.wait_until("a resumed job ends", |_| ended(&job_state(&a, id)));
+        assert_eq!(job_state(&a, id)["outcome"]["kind"], "completed");
     }
 }
 

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::api::husk_cli;
 use crate::support::guest;
-use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
+use crate::support_server::{Server, TOKEN_A, ended, enqueue, job_state};
 use crate::support_sink::WaitingSink;
 use crate::ui::Browser;
 
@@ -110,11 +110,11 @@ fn a_secret_leaks_in_no_form_to_the_api_the_store_or_the_log() {
             jobs.push((secret, form, id));
         }
     }
-    server.wait_until("the jobs end", |_| jobs.iter().all(|(.., id)| job_state(&client, id)["state"] == "terminal"));
+    server.wait_until("the jobs end", |_| jobs.iter().all(|(.., id)| ended(&job_state(&client, id))));
     let mut views = Vec::new();
     for (secret, form, id) in &jobs {
         let view = job_state(&client, id);
-        let outcome = &view["outcome"]["outcome"];
+        let outcome = &view["outcome"];
         let what = format!("{secret} as {form}: {view}");
         // What each form left, with the secret replaced.
         match *form {
@@ -184,10 +184,10 @@ fn json_of_any_depth_is_shown_by_every_reader_and_the_stream_goes_past_it() {
     let deep_input_id =
         client.post("/v1/topics/t/jobs", Some((deep_input.as_bytes(), "application/json")), &[]).unwrap()["id"].clone();
     let last = enqueue(&client, "t", &json!({ "depth": 2, "as": "output" })).unwrap()["id"].clone();
-    server.wait_until("the last job ends", |_| job_state(&client, &last)["state"] == "terminal");
+    server.wait_until("the last job ends", |_| ended(&job_state(&client, &last)));
     for (depth, shape, id) in &jobs {
         let view = job_state(&client, id);
-        let outcome = &view["outcome"]["outcome"];
+        let outcome = &view["outcome"];
         let what = format!("{depth} deep as {shape}: {}", &view.to_string()[..200.min(view.to_string().len())]);
         let nested = nested(*depth).into_bytes();
         match *shape {
@@ -203,7 +203,7 @@ fn json_of_any_depth_is_shown_by_every_reader_and_the_stream_goes_past_it() {
             }
         }
     }
-    assert_eq!(job_state(&client, &deep_input_id)["outcome"]["outcome"]["output"], json!([[[]]]));
+    assert_eq!(job_state(&client, &deep_input_id)["outcome"]["output"], json!([[[]]]));
     assert_eq!(client.get("/v1/jobs?topic=t&limit=100").unwrap()["jobs"].as_array().unwrap().len(), 11);
     assert_eq!(client.get("/v1/incidents").unwrap()["incidents"].as_array().unwrap().len(), 6);
     // A consumer reading one outcome at a time reads every one, past the

@@ -72,7 +72,20 @@ fn create_and_build(language: Language, parent: &Path, http: bool) -> Option<Pat
         String::from_utf8_lossy(&built.stdout),
         String::from_utf8_lossy(&built.stderr)
     );
+    snippet_is_a_topic_a_token_reaches(&dir);
     Some(dir.join("greeter.wasm"))
+}
+
+/// The README's `husk.toml` snippet is a config whose topic a tenant's
+/// token reaches (a topic without a tenant runs, but the API never finds
+/// it).
+fn snippet_is_a_topic_a_token_reaches(dir: &Path) {
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let snippet = readme.split("```toml\n").nth(1).and_then(|s| s.split("```").next()).expect("a toml snippet");
+    let config = husk_server::config::Config::parse(snippet).unwrap_or_else(|e| panic!("{e}:\n{snippet}"));
+    let tenant = config.topics["greeter"].tenant.clone().expect("the topic names its tenant");
+    assert!(!config.tenants[&tenant].tokens.is_empty(), "{snippet}");
+    config.topics(dir).unwrap_or_else(|e| panic!("{e}:\n{snippet}"));
 }
 
 fn run(component: &Path, input: &str) -> (Option<i32>, Value) {

@@ -282,3 +282,9 @@ pub fn enqueue(client: &Client, topic: &str, input: &Value) -> Result<Value, Cli
 pub fn job_state(client: &Client, id: &Value) -> Value {
     client.get(&format!("/v1/jobs/{id}")).unwrap()
 }
+
+/// Whether a job (as the API shows it) has ended.
+pub fn ended(job: &Value) -> bool {
+    ["completed", "business-error", "business-status", "failed", "cancelled"]
+        .contains(&job["state"].as_str().unwrap_or(""))
+}

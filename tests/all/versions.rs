@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::rig::pg::TestSchema;
 use crate::support::guest;
-use crate::support_server::{Server, TOKEN_A, enqueue, job_state};
+use crate::support_server::{Server, TOKEN_A, ended, enqueue, job_state};
 
 fn config(store_lines: &str, plugin: &str) -> String {
     format!(
@@ -52,8 +52,8 @@ fn kept(server: &Server) -> Vec<Value> {
 fn quote_version(server: &Server) -> Value {
     let a = server.client(Some(TOKEN_A));
     let id = enqueue(&a, "quote", &json!({ "amount": 10, "currency": "USD" })).unwrap()["id"].clone();
-    server.wait_until("the quote ends", |_| job_state(&a, &id)["state"] == "terminal");
-    let outcome = job_state(&a, &id)["outcome"]["outcome"].clone();
+    server.wait_until("the quote ends", |_| ended(&job_state(&a, &id)));
+    let outcome = job_state(&a, &id)["outcome"].clone();
     if outcome["kind"] == "completed" { outcome["output"]["version"].clone() } else { json!("v1") }
 }
 

@@ -195,8 +195,17 @@ pub fn serve(options: &ServeOptions, stop: Stop, ready: impl FnOnce(SocketAddr))
         tenants = config.tenants.len(),
         listen = %address,
         pid = std::process::id(),
-        "husk serving on http://{address}"
+        "husk serving on http://{address} (the dashboard: http://{address}/ui)"
     );
+    let unreachable: Vec<&str> =
+        config.topics.iter().filter(|(_, topic)| topic.tenant.is_none()).map(|(name, _)| name.as_str()).collect();
+    if !unreachable.is_empty() {
+        tracing::warn!(
+            topics = ?unreachable,
+            "topics without a tenant run, but no API token reaches them: give each `tenant = \"NAME\"` \
+             and add `[tenants.NAME]` with `tokens`"
+        );
+    }
     ready(address);
     let signal = runtime.block_on(async {
         let (tx, rx) = tokio::sync::oneshot::channel();

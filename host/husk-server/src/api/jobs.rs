@@ -1,6 +1,7 @@
 //! Jobs: enqueue (with an idempotency key), get, cancel, list; incidents and
 //! their retry.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -11,14 +12,18 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
 
 use bytesize::ByteSize;
 
-use super::{Api, ApiError, Caller, blocking, read_body};
+use super::model::{
+    BatchEnqueued, BatchJobEnqueued, CancelResult, Cancelled, Enqueued, IncidentAction, IncidentList, IncidentResult,
+    Job, JobList, JobStatus,
+};
+use super::{Api, ApiError, Caller, ErrorKind, blocking, read_body};
 use husk::Enqueue;
 use husk::outcome::OutcomeKind;
-use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
+use husk::store::{self, DiscardResult, JobId, JobRecord, ListFilter, RetryIncidentResult};
 
 /// The header carrying an idempotency key.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -26,58 +31,126 @@ const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// Longest idempotency key taken.
 const MAX_KEY_LEN: usize = 200;
 
+/// Most jobs on one page of a listing.
+const MAX_PAGE: usize = 10_000;
+
 /// Most jobs in one batch enqueue.
 pub(super) const MAX_BATCH_JOBS: usize = 10_000;
 
-/// `POST /v1/topics/{topic}/jobs`: the body is the job's input (JSON). With
-/// an `Idempotency-Key` header, the same key on the same topic returns the
-/// same job (200) instead of enqueueing another (201).
+/// Enqueues a job: the body is its input (any JSON). With an
+/// `Idempotency-Key` header, the same key on the same topic returns the same
+/// job (200) instead of enqueueing another (201).
+#[utoipa::path(
+    post, path = "/topics/{topic}/jobs", tag = "jobs",
+    params(
+        ("topic" = String, Path, description = "The topic."),
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 200, pattern = "^[!-~]+$",
+            description = "Visible ASCII: the same key on the same topic names the same job."),
+    ),
+    request_body(content = serde_json::Value, content_type = "application/json", description = "The job's input."),
+    responses(
+        (status = 201, description = "Enqueued.", body = Enqueued),
+        (status = 200, description = "The key named a job enqueued before.", body = Enqueued),
+        (status = 400, description = "`malformed-json` or `bad-request` (the key).", body = ApiError),
+        (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
+        (status = 413, body = ApiError), (status = 429, description = "`quota-exceeded`.", body = ApiError),
+        (status = 409, description = "`store-conflict`.", body = ApiError),
+        (status = 500, body = ApiError), (status = 503, body = ApiError),
+    ),
+)]
 pub(super) async fn enqueue(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(topic): Path<String>,
     headers: HeaderMap,
     body: Body,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Enqueued>), ApiError> {
     // The body first, even for a refusal: an HTTP/1 client sends all of it
     // before reading the answer (see `read_body`).
     let body = read_body(body, api.limits.input).await?;
     api.own_topic(&caller.tenant, &topic)?;
-    serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::malformed_json(&e))?;
+    serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::body(&e, "a job's input"))?;
     let key = idempotency_key(&headers)?.map(|key| topic_key(&topic, key));
     // Where it can, no thread waits for the store's commit.
     let enqueued = api.host.submit_async(Enqueue::keyed(topic.clone(), body, key)).await?.remove(0);
     let status = if enqueued.created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, Json(json!({ "id": enqueued.id, "topic": topic, "created": enqueued.created }))))
+    Ok((status, Json(Enqueued { id: enqueued.id.0, topic, created: enqueued.created })))
 }
 
-/// One job of a batch enqueue: its input (any JSON) and an optional
-/// idempotency key.
-#[derive(Debug, Deserialize)]
+/// A batch's body in the document: an array of 1 to [`MAX_BATCH_JOBS`]
+/// jobs (read as `Vec<BatchJob>`).
+pub(super) struct Batch;
+
+impl utoipa::PartialSchema for Batch {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ArrayBuilder::new()
+            .items(utoipa::openapi::Ref::from_schema_name(BatchJob::name()))
+            .min_items(Some(1))
+            .max_items(Some(MAX_BATCH_JOBS))
+            .into()
+    }
+}
+
+impl ToSchema for Batch {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        schemas.push((BatchJob::name().into_owned(), <BatchJob<'_> as utoipa::PartialSchema>::schema()));
+    }
+}
+
+/// One job of a batch enqueue.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct BatchJob<'a> {
+pub(super) struct BatchJob<'a> {
+    /// Its input (any JSON).
     #[serde(borrow)]
+    #[schema(value_type = serde_json::Value)]
     input: &'a RawValue,
+    /// An idempotency key, as the `Idempotency-Key` header of a single
+    /// enqueue.
     #[serde(default)]
-    key: Option<&'a str>,
+    #[serde(borrow)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 200, pattern = "^[!-~]+$")]
+    key: Option<Cow<'a, str>>,
 }
 
-/// `POST /v1/topics/{topic}/jobs/batch`: the body is a JSON array of jobs,
-/// `{"input": …, "key": "…"}` (key optional), 1 to [`MAX_BATCH_JOBS`] of
-/// them, enqueued in one transaction, all or none: a bad job, or a batch
-/// that would take the tenant past its `max_queued`, enqueues nothing. A
-/// key works as the `Idempotency-Key` header does, across batches and
-/// within one (a repeat names the first job). 201 when any job was created,
-/// else 200; the body lists `{"id", "created"}` per job, in order.
+/// Enqueues a batch: 1 to 10,000 jobs in one transaction, all or none (a
+/// bad job, or a batch that would take the tenant past its `max_queued`,
+/// enqueues nothing). A key works as the `Idempotency-Key` header does,
+/// across batches and within one (a repeat names the first job).
+#[utoipa::path(
+    post, path = "/topics/{topic}/jobs/batch", tag = "jobs",
+    params(("topic" = String, Path, description = "The topic.")),
+    request_body(content = Batch, content_type = "application/json"),
+    responses(
+        (status = 201, description = "At least one job was created.", body = BatchEnqueued),
+        (status = 200, description = "Every key named a job enqueued before.", body = BatchEnqueued),
+        (status = 400, description = "`malformed-json`, `invalid-body` or `bad-request` (an empty batch, a bad key).", body = ApiError),
+        (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
+        (status = 413, body = ApiError), (status = 429, description = "`quota-exceeded`.", body = ApiError),
+        (status = 409, description = "`store-conflict`.", body = ApiError),
+        (status = 500, body = ApiError), (status = 503, body = ApiError),
+    ),
+)]
 pub(super) async fn enqueue_batch(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(topic): Path<String>,
     body: Body,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<BatchEnqueued>), ApiError> {
     let body = read_body(body, api.limits.batch).await?;
     api.own_topic(&caller.tenant, &topic)?;
-    let batch: Vec<BatchJob<'_>> = serde_json::from_slice(&body).map_err(|e| ApiError::malformed_json(&e))?;
+    let items: Vec<&RawValue> = serde_json::from_slice(&body).map_err(|e| ApiError::body(&e, "an array of jobs"))?;
+    let batch = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            // Objects only: serde would also read a job from an array of its fields.
+            if !item.get().starts_with('{') {
+                return Err(ApiError::new(ErrorKind::InvalidBody, format!("job {i} is not an object")));
+            }
+            serde_json::from_str::<BatchJob<'_>>(item.get()).map_err(|e| ApiError::body(&e, &format!("job {i}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     if batch.is_empty() || batch.len() > MAX_BATCH_JOBS {
         return Err(ApiError::bad_request(format!("a batch holds 1 to {MAX_BATCH_JOBS} jobs, not {}", batch.len())));
     }
@@ -86,9 +159,9 @@ pub(super) async fn enqueue_batch(
         let input = job.input.get().as_bytes();
         if input.len() > api.limits.input {
             let message = format!("job {i}'s input is over {}", ByteSize(api.limits.input as u64));
-            return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large", message));
+            return Err(ApiError::new(ErrorKind::PayloadTooLarge, message));
         }
-        let key = match job.key {
+        let key = match job.key.as_deref() {
             Some(key) => Some(topic_key(&topic, valid_key(key).ok_or_else(|| bad_key(&format!("job {i}'s `key`")))?)),
             None => None,
         };
@@ -97,8 +170,8 @@ pub(super) async fn enqueue_batch(
     let enqueued = api.host.submit_async(Enqueue::batch(topic.clone(), jobs)).await?;
     let created = enqueued.iter().filter(|e| e.created).count();
     let status = if created > 0 { StatusCode::CREATED } else { StatusCode::OK };
-    let jobs: Vec<Value> = enqueued.iter().map(|e| json!({ "id": e.id, "created": e.created })).collect();
-    Ok((status, Json(json!({ "topic": topic, "created": created, "jobs": jobs }))))
+    let jobs = enqueued.iter().map(|e| BatchJobEnqueued { id: e.id.0, created: e.created }).collect();
+    Ok((status, Json(BatchEnqueued { topic, created, jobs })))
 }
 
 /// An idempotency key as the store keeps it: scoped to its topic.
@@ -120,8 +193,13 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
     value.to_str().ok().and_then(valid_key).map(Some).ok_or_else(|| bad_key("`Idempotency-Key`"))
 }
 
+/// A job id from a request: the stores keep ids as signed 64-bit numbers.
 fn parse_id(id: &str) -> Result<JobId, ApiError> {
-    id.parse().map(JobId).map_err(|_| ApiError::bad_request(format!("`{id}` is not a job id (a number)")))
+    id.parse::<i64>().map_err(|_| ApiError::bad_request(format!("`{id}` is not a job id (a number)"))).and_then(job_id)
+}
+
+fn job_id(id: i64) -> Result<JobId, ApiError> {
+    u64::try_from(id).map(JobId).map_err(|_| ApiError::bad_request(format!("`{id}` is not a job id (0 or more)")))
 }
 
 /// The job `id` if it belongs to `tenant`; another tenant's job is
@@ -132,70 +210,119 @@ fn own_job(api: &Api, tenant: &str, id: JobId) -> Result<JobRecord, ApiError> {
     Ok(record)
 }
 
-/// `GET /v1/jobs/{id}`: the job with its attempts, faults and outcome.
+/// A job with its attempts, faults and outcome.
+#[utoipa::path(
+    get, path = "/jobs/{id}", tag = "jobs",
+    params(("id" = u64, Path, description = "The job's id.")),
+    responses(
+        (status = 200, body = Job),
+        (status = 400, description = "`bad-request`: not a job id.", body = ApiError),
+        (status = 401, body = ApiError), (status = 404, description = "`not-found`.", body = ApiError),
+        (status = 500, body = ApiError), (status = 503, body = ApiError),
+    ),
+)]
 pub(super) async fn get(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<JobRecord>, ApiError> {
+) -> Result<Json<Job>, ApiError> {
     let id = parse_id(&id)?;
-    Ok(Json(blocking(move || own_job(&api, &caller.tenant, id)).await?))
+    let record = blocking(move || own_job(&api, &caller.tenant, id)).await?;
+    Ok(Json(Job::from(&record)))
 }
 
-/// `POST /v1/jobs/{id}/cancel`: a queued or gated job ends `Cancelled`; a
-/// running one is interrupted at its next epoch tick.
+/// Cancels a job: a waiting one ends `cancelled`; a running one is
+/// interrupted at its next epoch tick.
+#[utoipa::path(
+    post, path = "/jobs/{id}/cancel", tag = "jobs",
+    params(("id" = u64, Path, description = "The job's id.")),
+    responses(
+        (status = 200, body = Cancelled),
+        (status = 400, description = "`bad-request`: not a job id.", body = ApiError),
+        (status = 401, body = ApiError), (status = 404, description = "`not-found`.", body = ApiError),
+        (status = 409, description = "`store-conflict`.", body = ApiError),
+        (status = 500, body = ApiError), (status = 503, body = ApiError),
+    ),
+)]
 pub(super) async fn cancel(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Cancelled>, ApiError> {
     let id = parse_id(&id)?;
     blocking(move || {
         own_job(&api, &caller.tenant, id)?;
         let result = match api.host.cancel(id)? {
-            CancelResult::Cancelled(_) => "cancelled",
-            CancelResult::Cancelling => "cancelling",
-            CancelResult::AlreadyEnded => "already-ended",
-            CancelResult::NotFound => return Err(ApiError::job_not_found(id)),
+            store::CancelResult::Cancelled(_) => CancelResult::Cancelled,
+            store::CancelResult::Cancelling => CancelResult::Cancelling,
+            store::CancelResult::AlreadyEnded => CancelResult::AlreadyEnded,
+            store::CancelResult::NotFound => return Err(ApiError::job_not_found(id)),
         };
-        Ok(Json(json!({ "id": id, "result": result })))
+        Ok(Json(Cancelled { id: id.0, result }))
     })
     .await
 }
 
 /// Query of `GET /v1/jobs`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ListQuery {
+    /// Only this topic's jobs.
     topic: Option<String>,
-    state: Option<JobState>,
-    outcome: Option<OutcomeKind>,
+    /// Only jobs in this state.
+    #[param(value_type = Option<JobStatus>)]
+    state: Option<String>,
+    /// Only ended jobs that ended so (`completed`, `business-error`,
+    /// `business-status`, `failed`, `cancelled`).
+    #[param(value_type = Option<super::model::OutcomeName>)]
+    outcome: Option<String>,
+    /// Only jobs enqueued at or after this time (RFC 3339, UTC; seconds and
+    /// zone optional).
+    #[param(format = DateTime)]
     enqueued_after: Option<String>,
+    /// Only jobs enqueued before this time.
+    #[param(format = DateTime)]
     enqueued_before: Option<String>,
+    /// Only jobs whose last fault's code contains this text.
     fault_code: Option<String>,
+    /// At most this many (default 100, at most 10,000).
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
-    before: Option<u64>,
+    /// Only jobs older than this job: the next page after a page that ended
+    /// with it.
+    #[param(minimum = 0)]
+    before: Option<i64>,
 }
 
-/// A time in a query: RFC 3339 in UTC, seconds and zone optional
-/// (`2026-12-03T08:30`, `2026-12-03T08:30:15Z`), as a `datetime-local`
-/// input sends it.
+/// A time in a query: RFC 3339 (`2026-12-03T08:30:15Z`,
+/// `2026-12-03T09:30:15.5+01:00`), or without a zone, in UTC, seconds
+/// optional (`2026-12-03T08:30`), as a `datetime-local` input sends it.
 pub(crate) fn parse_time(text: &str) -> Result<SystemTime, String> {
     let text = text.trim();
+    if let Ok(at) = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339) {
+        return Ok(at.into());
+    }
     let whole = if text.len() == 16 { format!("{text}:00") } else { text.to_owned() };
     humantime::parse_rfc3339_weak(&whole).map_err(|e| format!("`{text}` is not a time like 2026-12-03T08:30:00Z: {e}"))
 }
 
-/// `GET /v1/jobs?topic=&state=&outcome=&enqueued_after=&enqueued_before=&fault_code=&limit=&before=`:
-/// the tenant's jobs, newest first (default limit 100), older than job
-/// `before` if given (the next page); `outcome` is a kind (`completed`,
-/// `failed`, …), the times RFC 3339 (after inclusive, before exclusive),
-/// `fault_code` text the last fault's code contains.
+/// The tenant's jobs, newest first, filtered.
+#[utoipa::path(
+    get, path = "/jobs", tag = "jobs",
+    params(ListQuery),
+    responses(
+        (status = 200, body = JobList),
+        (status = 400, description = "`bad-request`: a bad filter.", body = ApiError),
+        (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
+        (status = 500, body = ApiError), (status = 503, body = ApiError),
+    ),
+)]
 pub(super) async fn list(
     State(api): State<Arc<Api>>,
     caller: Caller,
     query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<JobList>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let topics = match &query.topic {
         Some(topic) => {
@@ -207,70 +334,135 @@ pub(super) async fn list(
     let time = |name: &str, text: &Option<String>| {
         text.as_deref().map(parse_time).transpose().map_err(|e| ApiError::bad_request(format!("{name}: {e}")))
     };
+    let status: Option<JobStatus> =
+        query.state.as_deref().map(str::parse).transpose().map_err(|e: String| ApiError::bad_request(e))?;
+    let outcome: Option<OutcomeKind> =
+        query.outcome.as_deref().map(str::parse).transpose().map_err(|e: String| ApiError::bad_request(e))?;
+    let Some((state, retrying, outcome)) = JobStatus::list_filter(status, outcome) else {
+        // A state and an outcome that contradict each other: no job.
+        return Ok(Json(JobList { jobs: Vec::new() }));
+    };
+    let limit = match query.limit {
+        Some(limit @ 1..=MAX_PAGE) => limit,
+        Some(other) => return Err(ApiError::bad_request(format!("limit: 1 to {MAX_PAGE}, not {other}"))),
+        None => 100,
+    };
     let filter = ListFilter {
-        state: query.state,
-        outcome: query.outcome,
+        state,
+        retrying,
+        outcome,
         enqueued_after: time("enqueued_after", &query.enqueued_after)?,
         enqueued_before: time("enqueued_before", &query.enqueued_before)?,
         fault_code: query.fault_code.filter(|code| !code.is_empty()),
-        limit: Some(query.limit.unwrap_or(100).min(10_000)),
-        before: query.before.map(JobId),
+        limit: Some(limit),
+        before: query.before.map(job_id).transpose()?,
         topic: None,
     };
     blocking(move || {
         let jobs = api.list_jobs(topics, filter)?;
-        Ok(Json(json!({ "jobs": jobs })))
+        Ok(Json(JobList { jobs: jobs.iter().map(Job::from).collect() }))
     })
     .await
 }
 
-/// `GET /v1/incidents`: the tenant's open incidents.
-pub(super) async fn incidents(State(api): State<Arc<Api>>, caller: Caller) -> Result<Json<Value>, ApiError> {
+/// Query of `GET /v1/incidents`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(super) struct IncidentsQuery {
+    /// Only this topic's incidents.
+    topic: Option<String>,
+}
+
+/// The tenant's open incidents.
+#[utoipa::path(
+    get, path = "/incidents", tag = "incidents",
+    params(IncidentsQuery),
+    responses(
+        (status = 200, body = IncidentList),
+        (status = 400, description = "`bad-request`: a bad query.", body = ApiError),
+        (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
+        (status = 500, body = ApiError), (status = 503, body = ApiError),
+    ),
+)]
+pub(super) async fn incidents(
+    State(api): State<Arc<Api>>,
+    caller: Caller,
+    query: Result<Query<IncidentsQuery>, QueryRejection>,
+) -> Result<Json<IncidentList>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    if let Some(topic) = &query.topic {
+        api.own_topic(&caller.tenant, topic)?;
+    }
     blocking(move || {
-        let topics = api.topics_of(&caller.tenant);
+        let topics = match query.topic {
+            Some(topic) => vec![topic],
+            None => api.topics_of(&caller.tenant),
+        };
         let mut incidents = api.host.incidents()?;
         incidents.retain(|job| topics.contains(&job.topic));
-        Ok(Json(json!({ "incidents": incidents })))
+        Ok(Json(IncidentList { incidents: incidents.iter().map(Job::from).collect() }))
     })
     .await
 }
 
-/// `POST /v1/incidents/{id}/discard`: closes an open incident without
-/// retrying it (it leaves the incident list for good).
+/// Closes an open incident without retrying it (it leaves the incident
+/// list for good).
+#[utoipa::path(
+    post, path = "/incidents/{id}/discard", tag = "incidents",
+    params(("id" = u64, Path, description = "The job's id.")),
+    responses(
+        (status = 200, body = IncidentAction),
+        (status = 400, description = "`bad-request`: not a job id.", body = ApiError),
+        (status = 401, body = ApiError), (status = 404, description = "`not-found`.", body = ApiError),
+        (status = 409, description = "`not-an-incident` or `store-conflict`.", body = ApiError),
+        (status = 500, body = ApiError), (status = 503, body = ApiError),
+    ),
+)]
 pub(super) async fn discard(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IncidentAction>, ApiError> {
     let id = parse_id(&id)?;
     blocking(move || {
         own_job(&api, &caller.tenant, id)?;
         match api.host.discard_incident(id)? {
-            DiscardResult::Discarded => Ok(Json(json!({ "id": id, "result": "discarded" }))),
-            DiscardResult::NotAnIncident => {
-                Err(ApiError::new(StatusCode::CONFLICT, "not-an-incident", format!("job {id} is not an open incident")))
-            }
+            DiscardResult::Discarded => Ok(Json(IncidentAction { id: id.0, result: IncidentResult::Discarded })),
+            DiscardResult::NotAnIncident => Err(not_an_incident(id)),
             DiscardResult::NotFound => Err(ApiError::job_not_found(id)),
         }
     })
     .await
 }
 
-/// `POST /v1/incidents/{id}/retry`: re-queues an incident with a fresh
-/// attempt budget.
+fn not_an_incident(id: JobId) -> ApiError {
+    ApiError::new(ErrorKind::NotAnIncident, format!("job {id} is not an open incident"))
+}
+
+/// Queues an incident again with a fresh attempt budget.
+#[utoipa::path(
+    post, path = "/incidents/{id}/retry", tag = "incidents",
+    params(("id" = u64, Path, description = "The job's id.")),
+    responses(
+        (status = 200, body = IncidentAction),
+        (status = 400, description = "`bad-request`: not a job id.", body = ApiError),
+        (status = 401, body = ApiError), (status = 404, description = "`not-found`.", body = ApiError),
+        (status = 409, description = "`not-an-incident` or `store-conflict`.", body = ApiError),
+        (status = 500, body = ApiError), (status = 503, body = ApiError),
+    ),
+)]
 pub(super) async fn retry(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IncidentAction>, ApiError> {
     let id = parse_id(&id)?;
     blocking(move || {
         own_job(&api, &caller.tenant, id)?;
         match api.host.retry_incident(id)? {
-            RetryIncidentResult::Requeued => Ok(Json(json!({ "id": id, "result": "requeued" }))),
-            RetryIncidentResult::NotAnIncident => {
-                Err(ApiError::new(StatusCode::CONFLICT, "not-an-incident", format!("job {id} is not an open incident")))
-            }
+            RetryIncidentResult::Requeued => Ok(Json(IncidentAction { id: id.0, result: IncidentResult::Requeued })),
+            RetryIncidentResult::NotAnIncident => Err(not_an_incident(id)),
             RetryIncidentResult::NotFound => Err(ApiError::job_not_found(id)),
         }
     })

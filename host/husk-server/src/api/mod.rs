@@ -4,12 +4,16 @@
 //!
 //! Every refusal is a specific 4xx with a JSON body `{"error": kind,
 //! "message": text}` (see [`ApiError`]); a refused request changes nothing.
+//! The bodies are the types of [`model`]; the OpenAPI document generated
+//! from them and the handlers is served at `/v1/openapi.json`.
 //! A tenant sees only its own topics and jobs: anything else is 404, exactly
 //! as if it did not exist. Store calls block, so they run on tokio's
 //! blocking pool, never on the threads serving connections.
 
+mod contract;
 mod errors;
 mod jobs;
+pub mod model;
 mod outcomes;
 mod plugins;
 
@@ -17,15 +21,18 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{FromRequestParts, State};
+use axum::http::header;
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
 use bytesize::ByteSize;
 use http_body_util::BodyExt;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub use errors::ApiError;
+pub use contract::document;
+pub use errors::{ApiError, ErrorKind};
 pub(crate) use jobs::parse_time;
 pub use outcomes::OutcomeFeed;
 
@@ -120,25 +127,41 @@ impl Api {
     }
 }
 
-/// The API's routes: `/v1`, `/healthz` and `/metrics`.
+/// The API's routes and its OpenAPI document, made from the same handlers:
+/// `/v1` (with `/v1/openapi.json`), `/healthz` and `/metrics`.
 pub fn routes(api: Arc<Api>) -> Router {
-    let v1 = Router::new()
-        .route("/topics/{topic}/jobs", post(jobs::enqueue))
-        .route("/topics/{topic}/jobs/batch", post(jobs::enqueue_batch))
-        .route("/topics", get(plugins::topics))
-        .route("/topics/{topic}/plugins", get(plugins::versions).post(plugins::deploy))
-        .route("/topics/{topic}/rollback", post(plugins::rollback))
-        .route("/topics/{topic}/pause", post(plugins::pause))
-        .route("/topics/{topic}/resume", post(plugins::resume))
-        .route("/jobs", get(jobs::list))
-        .route("/jobs/{id}", get(jobs::get))
-        .route("/jobs/{id}/cancel", post(jobs::cancel))
-        .route("/incidents", get(jobs::incidents))
-        .route("/incidents/{id}/retry", post(jobs::retry))
-        .route("/incidents/{id}/discard", post(jobs::discard))
-        .route("/outcomes", get(outcomes::long_poll))
-        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not-found", "no such endpoint") });
+    let (v1, doc) = v1().split_for_parts();
+    let doc = contract::finish(doc);
+    let doc = Arc::new(serde_json::to_string_pretty(&doc).expect("the document serializes"));
+    let v1 = v1
+        .route(
+            "/openapi.json",
+            get(move || async move { ([(header::CONTENT_TYPE, "application/json")], doc.to_string()) }),
+        )
+        .fallback(|| async { ApiError::new(ErrorKind::NotFound, "no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(ErrorKind::MethodNotAllowed, "the endpoint does not take this method (see /v1/openapi.json)")
+        });
     Router::new().nest("/v1", v1).route("/healthz", get(healthz)).route("/metrics", get(metrics)).with_state(api)
+}
+
+/// The `/v1` routes, each with its part of the document.
+fn v1() -> OpenApiRouter<Arc<Api>> {
+    OpenApiRouter::new()
+        .routes(routes!(jobs::enqueue))
+        .routes(routes!(jobs::enqueue_batch))
+        .routes(routes!(jobs::list))
+        .routes(routes!(jobs::get))
+        .routes(routes!(jobs::cancel))
+        .routes(routes!(jobs::incidents))
+        .routes(routes!(jobs::retry))
+        .routes(routes!(jobs::discard))
+        .routes(routes!(outcomes::long_poll))
+        .routes(routes!(plugins::topics))
+        .routes(routes!(plugins::versions, plugins::deploy))
+        .routes(routes!(plugins::rollback))
+        .routes(routes!(plugins::pause))
+        .routes(routes!(plugins::resume))
 }
 
 /// The tenant a request's bearer token belongs to.
@@ -158,6 +181,10 @@ impl FromRequestParts<Arc<Api>> for Caller {
         };
         match api.tenants.authenticate(token) {
             Some(tenant) => Ok(Caller { tenant: tenant.to_owned() }),
+            None if api.tenants.principal(token).is_some() => Err(ApiError::unauthorized(
+                "this token signs in to the dashboard only (an operator's or a read-only one): \
+                 the API takes a tenant's token",
+            )),
             None => Err(ApiError::unauthorized("unknown token")),
         }
     }
@@ -176,13 +203,8 @@ const DRAIN_PAST_LIMIT: usize = 64 << 20;
 /// reason (a refused token, checked first, is the exception: its body is
 /// not read).
 async fn read_body(mut body: Body, limit: usize) -> Result<Vec<u8>, ApiError> {
-    let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload-too-large",
-            format!("the body is over {}", ByteSize(limit as u64)),
-        )
-    };
+    let too_large =
+        || ApiError::new(ErrorKind::PayloadTooLarge, format!("the body is over {}", ByteSize(limit as u64)));
     let mut bytes = Vec::new();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
@@ -203,11 +225,19 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + S
     tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::internal(format!("request task failed: {e}")))?
 }
 
-async fn healthz(State(api): State<Arc<Api>>) -> Result<impl IntoResponse, ApiError> {
+/// Whether the server and its store answer (no token needed).
+#[utoipa::path(
+    get, path = "/healthz", tag = "health", security(()),
+    responses(
+        (status = 200, body = model::Health),
+        (status = 500, body = ApiError), (status = 503, description = "The store is unreachable.", body = ApiError),
+    ),
+)]
+pub(crate) async fn healthz(State(api): State<Arc<Api>>) -> Result<Json<model::Health>, ApiError> {
     let host = api.host.clone();
     // The cheapest read every store answers: proves the store is reachable.
     blocking(move || host.outcomes_after(u64::MAX, 1).map_err(ApiError::from)).await?;
-    Ok(Json(serde_json::json!({ "status": "ok" })))
+    Ok(Json(model::Health { status: "ok".into() }))
 }
 
 async fn metrics(State(api): State<Arc<Api>>) -> impl IntoResponse {

@@ -9,13 +9,12 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
 use tokio::sync::{Notify, broadcast, watch};
+use utoipa::IntoParams;
 
-use super::{Api, ApiError, Caller, blocking};
+use super::model::{OutcomePage, StreamedOutcome};
+use super::{Api, ApiError, Caller, ErrorKind, blocking};
 use husk::outcome::{OutcomeSink, TerminalOutcome};
 
 /// Longest long-poll wait a request may ask for.
@@ -86,27 +85,43 @@ impl OutcomeSink for OutcomeFeed {
 }
 
 /// Query of `GET /v1/outcomes`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(super) struct OutcomesQuery {
     /// Outcomes after this cursor (default 0: from the start).
     after: Option<u64>,
     /// Most outcomes returned (default 100, at most 1000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
     /// How long to wait for one when there is none (default `30s`, at most
     /// `60s`; `0s` returns at once).
+    #[param(example = "5s")]
     wait: Option<String>,
 }
 
-/// `GET /v1/outcomes?after=&limit=&wait=`: `{"outcomes": [...], "cursor":
-/// N}`; pass `cursor` as the next `after`. Outcomes of other tenants are
-/// skipped (the cursor moves past them). A cursor below what the cleaner
-/// pruned is refused with 410 `cursor-gone` and `oldest_cursor`.
+/// Long-polls for the tenant's outcomes after a cursor, in the store's
+/// order; pass the answer's `cursor` as the next `after`. Outcomes of
+/// other tenants are skipped (the cursor moves past them). A consumer that
+/// polls again with the last cursor it saw gets every later outcome, once
+/// per job: a cursor the stream cannot serve is refused, never a silent gap.
+#[utoipa::path(
+    get, path = "/outcomes", tag = "outcomes",
+    params(OutcomesQuery),
+    responses(
+        (status = 200, body = OutcomePage),
+        (status = 400, description = "`bad-request`.", body = ApiError),
+        (status = 401, body = ApiError),
+        (status = 409, description = "`cursor-ahead`: a cursor past the stream's head (`head_cursor`).", body = ApiError),
+        (status = 410, description = "`cursor-gone`: outcomes after the cursor were pruned (`oldest_cursor`).", body = ApiError),
+        (status = 500, body = ApiError), (status = 503, body = ApiError),
+    ),
+)]
 pub(super) async fn long_poll(
     State(api): State<Arc<Api>>,
     caller: Caller,
     query: Result<Query<OutcomesQuery>, QueryRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<OutcomePage>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let wait = match &query.wait {
         Some(text) => humantime::parse_duration(text)
@@ -118,17 +133,22 @@ pub(super) async fn long_poll(
     let topics = api.topics_of(&caller.tenant);
     let deadline = tokio::time::Instant::now() + wait;
     let mut cursor = query.after.unwrap_or(0);
-    // Outcomes after the cursor may have been pruned: say so, never skip
-    // them silently.
+    // Outcomes after the cursor may have been pruned, or the cursor was
+    // never handed out (a typo, another store's): say so, never skip
+    // outcomes silently.
     let host = api.host.clone();
-    let pruned_through = blocking(move || Ok(host.pruned_through()?)).await?;
+    let (pruned_through, head) = blocking(move || Ok((host.pruned_through()?, host.outcome_head()?))).await?;
     if cursor < pruned_through {
         let message = format!(
             "outcomes after cursor {cursor} were pruned (kept as long as the retention says); \
              the oldest cursor still complete is {pruned_through}"
         );
-        let body = json!({ "error": "cursor-gone", "message": message, "oldest_cursor": pruned_through });
-        return Ok((StatusCode::GONE, Json(body)).into_response());
+        return Err(ApiError { oldest_cursor: Some(pruned_through), ..ApiError::new(ErrorKind::CursorGone, message) });
+    }
+    let head = head.max(pruned_through);
+    if cursor > head {
+        let message = format!("cursor {cursor} is past the stream's head, {head}: it was never handed out here");
+        return Err(ApiError { head_cursor: Some(head), ..ApiError::new(ErrorKind::CursorAhead, message) });
     }
     loop {
         let notified = api.feed.notify.notified();
@@ -142,10 +162,11 @@ pub(super) async fn long_poll(
         if let Some(last) = batch.last() {
             cursor = last.seq;
         }
-        let outcomes: Vec<TerminalOutcome> = batch.into_iter().filter(|o| topics.contains(&o.topic)).collect();
+        let outcomes: Vec<StreamedOutcome> =
+            batch.iter().filter(|o| topics.contains(&o.topic)).map(StreamedOutcome::from).collect();
         let now = tokio::time::Instant::now();
         if !outcomes.is_empty() || now >= deadline || api.feed.is_closed() {
-            return Ok(Json(json!({ "outcomes": outcomes, "cursor": cursor })).into_response());
+            return Ok(Json(OutcomePage { outcomes, cursor }));
         }
         tokio::select! {
             _ = tokio::time::timeout((deadline - now).min(RECHECK), notified) => {}

@@ -9,8 +9,9 @@ use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 
 use husk::outcome::OutcomeKind;
-use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, JobState, ListFilter, RetryIncidentResult};
+use husk::store::{CancelResult, DiscardResult, JobId, JobRecord, ListFilter, RetryIncidentResult};
 
+use crate::api::model::JobStatus;
 use crate::api::parse_time;
 
 use super::{Csrf, Page, Refusal, Session, Ui, blocking, changing, pages, refusal, signed_in, store_failed};
@@ -69,16 +70,18 @@ impl JobFilter {
     /// values are refused.
     fn to_list_filter(&self) -> Result<ListFilter, Refusal> {
         let bad = |text: String| refusal(StatusCode::BAD_REQUEST, &text);
-        let state = match self.state.as_str() {
+        let status = match self.state.as_str() {
             "" => None,
-            text => Some(
-                serde_json::from_value::<JobState>(serde_json::Value::String(text.to_owned()))
-                    .map_err(|_| bad(format!("unknown state `{text}`")))?,
-            ),
+            text => Some(text.parse::<JobStatus>().map_err(bad)?),
         };
         let outcome = match self.outcome.as_str() {
             "" => None,
             text => Some(text.parse::<OutcomeKind>().map_err(bad)?),
+        };
+        // A state and an outcome that contradict each other: a page of none.
+        let (state, retrying, outcome, limit) = match JobStatus::list_filter(status, outcome) {
+            Some((state, retrying, outcome)) => (state, retrying, outcome, pages::JOBS_PER_PAGE),
+            None => (None, None, None, 0),
         };
         let time = |text: &str| match text {
             "" => Ok(None),
@@ -91,11 +94,12 @@ impl JobFilter {
         Ok(ListFilter {
             topic: None,
             state,
+            retrying,
             outcome,
             enqueued_after: time(&self.from)?,
             enqueued_before: time(&self.to)?,
             fault_code: Some(self.fault.trim().to_owned()).filter(|code| !code.is_empty()),
-            limit: Some(pages::JOBS_PER_PAGE),
+            limit: Some(limit),
             before,
         })
     }

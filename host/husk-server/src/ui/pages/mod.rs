@@ -9,6 +9,7 @@ use maud::{DOCTYPE, Markup, html};
 use husk::outcome::OutcomeKind;
 use husk::store::{Depth, JobRecord};
 
+use crate::api::model::JobStatus;
 use crate::recent::{Counts, MINUTES, Summary};
 
 mod incidents;
@@ -144,7 +145,7 @@ pub(super) fn overview_tables(overview: &Overview) -> Markup {
         h2 { "Topics" }
         table #topics {
             thead { tr { th { "Topic" } th { "Tenant" } th { "Version" } th { "State" }
-                         th.n { "Queued" } th.n { "Gated" } th.n { "Running" } } }
+                         th.n { "Queued" } th.n { "Waiting" } th.n { "Running" } } }
             tbody {
                 @for topic in &overview.topics {
                     tr data-topic=(topic.name) {
@@ -235,8 +236,6 @@ fn when(time: SystemTime) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
 }
 
-const STATES: [&str; 4] = ["queued", "gated", "running", "terminal"];
-
 /// A filter's topic choice: all, or one of `topics`.
 fn topic_select(topics: &[String], selected: &str) -> Markup {
     html! {
@@ -257,7 +256,9 @@ pub(super) fn jobs(session: &Session, topics: &[String], filter: &JobFilter, job
                 (topic_select(topics, &filter.topic))
                 label { "State " select name="state" {
                     option value="" { "any" }
-                    @for state in STATES { option value=(state) selected[state == filter.state] { (state) } }
+                    @for state in JobStatus::ALL.map(JobStatus::as_str) {
+                        option value=(state) selected[state == filter.state] { (state) }
+                    }
                 } }
                 label { "Outcome " select name="outcome" {
                     option value="" { "any" }
@@ -307,8 +308,8 @@ pub(super) fn job_rows(jobs: &[JobRecord]) -> Markup {
     }
 }
 
-fn state_name(job: &JobRecord) -> String {
-    serde_json::to_value(job.state).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+fn state_name(job: &JobRecord) -> &'static str {
+    JobStatus::of(job).as_str()
 }
 
 /// Bytes as text (lossy), pretty JSON when they are JSON, cut at

@@ -1,0 +1,624 @@
+//! What the API says, in one vocabulary: the JSON bodies of `/v1`, each a
+//! type the OpenAPI document ([`super::contract`]) is generated from.
+//!
+//! These are views, not the store's records: times are RFC 3339 in UTC
+//! (what the filters take), a job's state is named for people (`queued`,
+//! `scheduled`, `retrying`, `running`, then how it ended), and an outcome is
+//! one flat object.
+
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use husk::fault::Fault as StoredFault;
+use husk::outcome::{Outcome as StoredOutcome, OutcomeKind, TerminalOutcome};
+use husk::retry::RetryPolicySpec;
+use husk::store::{AttemptRecord, Depth as StoredDepth, JobRecord, JobState};
+use husk::versions::{Origin, VersionInfo};
+
+/// A time as the API writes it: RFC 3339 in UTC, to the millisecond.
+pub(crate) fn time(at: SystemTime) -> String {
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+/// Where a job is, for people: waiting (`queued`; `scheduled` for a later
+/// start; `retrying` after a failed attempt), `running`, or how it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobStatus {
+    /// Waiting for a worker.
+    Queued,
+    /// Waiting for its start time.
+    Scheduled,
+    /// Waiting for its next attempt after a failed one.
+    Retrying,
+    /// Held by a worker.
+    Running,
+    /// Ended with output.
+    Completed,
+    /// Ended with a fault its error mapper called a business error.
+    BusinessError,
+    /// Ended with a fault its error mapper called a business status.
+    BusinessStatus,
+    /// Ended with technical faults past its retry policy: an open incident.
+    Failed,
+    /// Cancelled by its owner.
+    Cancelled,
+}
+
+impl JobStatus {
+    /// Every status, in the order of a job's life.
+    pub const ALL: [JobStatus; 9] = [
+        JobStatus::Queued,
+        JobStatus::Scheduled,
+        JobStatus::Retrying,
+        JobStatus::Running,
+        JobStatus::Completed,
+        JobStatus::BusinessError,
+        JobStatus::BusinessStatus,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+    ];
+
+    /// The status of `record`.
+    pub fn of(record: &JobRecord) -> Self {
+        match record.state {
+            JobState::Queued => JobStatus::Queued,
+            JobState::Gated if record.attempt > 1 => JobStatus::Retrying,
+            JobState::Gated => JobStatus::Scheduled,
+            JobState::Running => JobStatus::Running,
+            JobState::Terminal => match record.outcome.as_ref().map(|o| o.outcome.outcome_kind()) {
+                Some(kind) => Self::ended(kind),
+                // A terminal record has its outcome; if a store lost it, the
+                // job still ended.
+                None => JobStatus::Completed,
+            },
+        }
+    }
+
+    fn ended(kind: OutcomeKind) -> Self {
+        match kind {
+            OutcomeKind::Completed => JobStatus::Completed,
+            OutcomeKind::BusinessError => JobStatus::BusinessError,
+            OutcomeKind::BusinessStatus => JobStatus::BusinessStatus,
+            OutcomeKind::Failed => JobStatus::Failed,
+            OutcomeKind::Cancelled => JobStatus::Cancelled,
+        }
+    }
+
+    /// Its name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Queued => "queued",
+            JobStatus::Scheduled => "scheduled",
+            JobStatus::Retrying => "retrying",
+            JobStatus::Running => "running",
+            JobStatus::Completed => "completed",
+            JobStatus::BusinessError => "business-error",
+            JobStatus::BusinessStatus => "business-status",
+            JobStatus::Failed => "failed",
+            JobStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// What a listing asked for `status` and `outcome` filters on: the
+    /// store's state, whether a waiting job waits to retry, and the outcome
+    /// kind; `None` when the two contradict each other (no job matches).
+    pub(crate) fn list_filter(
+        status: Option<JobStatus>,
+        outcome: Option<OutcomeKind>,
+    ) -> Option<(Option<JobState>, Option<bool>, Option<OutcomeKind>)> {
+        let Some(status) = status else { return Some((None, None, outcome)) };
+        let (state, ended, retrying) = status.filter();
+        match (ended, outcome) {
+            (Some(ended), Some(outcome)) if ended != outcome => None,
+            (Some(_), _) => Some((Some(state), retrying, ended)),
+            // A waiting or running job has no outcome.
+            (None, Some(_)) => None,
+            (None, None) => Some((Some(state), retrying, None)),
+        }
+    }
+
+    fn filter(self) -> (JobState, Option<OutcomeKind>, Option<bool>) {
+        match self {
+            JobStatus::Queued => (JobState::Queued, None, None),
+            JobStatus::Scheduled => (JobState::Gated, None, Some(false)),
+            JobStatus::Retrying => (JobState::Gated, None, Some(true)),
+            JobStatus::Running => (JobState::Running, None, None),
+            JobStatus::Completed => (JobState::Terminal, Some(OutcomeKind::Completed), None),
+            JobStatus::BusinessError => (JobState::Terminal, Some(OutcomeKind::BusinessError), None),
+            JobStatus::BusinessStatus => (JobState::Terminal, Some(OutcomeKind::BusinessStatus), None),
+            JobStatus::Failed => (JobState::Terminal, Some(OutcomeKind::Failed), None),
+            JobStatus::Cancelled => (JobState::Terminal, Some(OutcomeKind::Cancelled), None),
+        }
+    }
+}
+
+impl std::str::FromStr for JobStatus {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.iter().map(|s| s.as_str()).collect();
+            format!("unknown state `{text}`: one of {}", names.join(", "))
+        })
+    }
+}
+
+/// A fault: a code and its details (any JSON; text that is not JSON is a
+/// string).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Fault {
+    /// Its code, e.g. `payment.declined` or `husk.timeout`.
+    pub code: String,
+    /// Its details.
+    pub body: Value,
+}
+
+impl From<&StoredFault> for Fault {
+    fn from(fault: &StoredFault) -> Self {
+        Self { code: fault.code.clone(), body: fault.body_value() }
+    }
+}
+
+/// How a job ended, flat: `kind` says which of the other fields are set.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Outcome {
+    /// How it ended.
+    pub kind: OutcomeName,
+    /// When it ended.
+    #[schema(value_type = String, format = DateTime)]
+    pub finished_at: String,
+    /// Attempts made (0 for a job cancelled before it ran).
+    pub attempts: u32,
+    /// `completed`: the operation's output (JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// `business-error`: the error's code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// `business-error`: its message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `business-status`: the status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `failed`: the fault of the last attempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_fault: Option<Fault>,
+    /// `failed`: why the last fault was technical.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostic: Option<String>,
+    /// `failed`: the plugin version that ran the last attempt, if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin_version: Option<String>,
+}
+
+/// The kinds of outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutcomeName {
+    /// The operation returned output.
+    Completed,
+    /// A fault its error mapper called a business error.
+    BusinessError,
+    /// A fault its error mapper called a business status.
+    BusinessStatus,
+    /// Technical faults past the retry policy.
+    Failed,
+    /// Cancelled by its owner.
+    Cancelled,
+}
+
+impl From<&TerminalOutcome> for Outcome {
+    fn from(ended: &TerminalOutcome) -> Self {
+        let mut outcome = Outcome {
+            kind: OutcomeName::Completed,
+            finished_at: time(ended.finished_at),
+            attempts: ended.attempts,
+            output: None,
+            code: None,
+            message: None,
+            value: None,
+            last_fault: None,
+            diagnostic: None,
+            plugin_version: None,
+        };
+        match &ended.outcome {
+            StoredOutcome::Completed { output } => outcome.output = Some(husk::wire::body_value(output)),
+            StoredOutcome::BusinessError { code, message } => {
+                outcome.kind = OutcomeName::BusinessError;
+                (outcome.code, outcome.message) = (Some(code.clone()), Some(message.clone()));
+            }
+            StoredOutcome::BusinessStatus { value } => {
+                outcome.kind = OutcomeName::BusinessStatus;
+                outcome.value = Some(value.clone());
+            }
+            StoredOutcome::Failed { last_fault, diagnostic, plugin_version, .. } => {
+                outcome.kind = OutcomeName::Failed;
+                outcome.last_fault = Some(last_fault.into());
+                outcome.diagnostic = Some(diagnostic.clone());
+                outcome.plugin_version = plugin_version.clone();
+            }
+            StoredOutcome::Cancelled => outcome.kind = OutcomeName::Cancelled,
+        }
+        outcome
+    }
+}
+
+/// A retry policy.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RetryPolicy {
+    /// One attempt only.
+    None,
+    /// The same backoff before every retry.
+    Fixed {
+        /// Attempts in all.
+        max_attempts: u32,
+        /// The backoff, e.g. `5s`.
+        delay: String,
+    },
+    /// A backoff that doubles from `base` up to `max`.
+    Exponential {
+        /// Attempts in all.
+        max_attempts: u32,
+        /// The first backoff, e.g. `1s`.
+        base: String,
+        /// The largest backoff, e.g. `1m`.
+        max: String,
+        /// Whether each backoff is randomized within its lower half.
+        jitter: bool,
+    },
+}
+
+impl From<RetryPolicySpec> for RetryPolicy {
+    fn from(spec: RetryPolicySpec) -> Self {
+        let text = |d| humantime::format_duration(d).to_string();
+        match spec {
+            RetryPolicySpec::None => RetryPolicy::None,
+            RetryPolicySpec::Fixed { max_attempts, delay } => RetryPolicy::Fixed { max_attempts, delay: text(delay) },
+            RetryPolicySpec::Exponential { max_attempts, base, max, jitter } => {
+                RetryPolicy::Exponential { max_attempts, base: text(base), max: text(max), jitter }
+            }
+        }
+    }
+}
+
+/// Which worker holds a running job, until when.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Lock {
+    /// The worker.
+    pub worker: String,
+    /// When its lock runs out (another worker may then take the job).
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: String,
+}
+
+/// One finished attempt of a job.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Attempt {
+    /// Which attempt (1-based).
+    pub attempt: u32,
+    /// The plugin version that ran it, if known.
+    pub plugin_version: Option<String>,
+    /// Its technical fault; absent when it returned output or its fault was
+    /// a business error or status (the outcome says which).
+    pub fault: Option<Fault>,
+    /// When it started, if known (not for a lock that ran out).
+    #[schema(value_type = Option<String>, format = DateTime)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// When it was reported, or when its lock was found run out.
+    #[schema(value_type = String, format = DateTime)]
+    pub finished_at: String,
+    /// How long the guest ran, in microseconds, if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_us: Option<u64>,
+    /// Fuel it burnt, when fuel is metered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
+}
+
+impl From<&AttemptRecord> for Attempt {
+    fn from(a: &AttemptRecord) -> Self {
+        Self {
+            attempt: a.attempt,
+            plugin_version: a.plugin_version.clone(),
+            fault: a.fault.as_ref().map(Fault::from),
+            started_at: a.started_at.map(time),
+            finished_at: time(a.finished_at),
+            duration_us: a.duration_us,
+            fuel: a.fuel,
+        }
+    }
+}
+
+/// A job: where it is, its attempts, and how it ended.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Job {
+    /// Its id.
+    pub id: u64,
+    /// Its topic.
+    pub topic: String,
+    /// Where it is.
+    pub state: JobStatus,
+    /// The attempt it is on, or the attempts made once it ended.
+    pub attempt: u32,
+    /// Its retry policy.
+    pub retry_policy: RetryPolicy,
+    /// When it was enqueued.
+    #[schema(value_type = String, format = DateTime)]
+    pub enqueued_at: String,
+    /// When it may run, while `scheduled` or `retrying`.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub not_before: Option<String>,
+    /// Who holds it, while `running`.
+    pub lock: Option<Lock>,
+    /// The fault of its last failed attempt.
+    pub last_fault: Option<Fault>,
+    /// Whether its owner asked to cancel it while it ran.
+    pub cancel_requested: bool,
+    /// How it ended, once it has.
+    pub outcome: Option<Outcome>,
+    /// Its finished attempts, oldest first (in a listing: empty).
+    pub attempts: Vec<Attempt>,
+}
+
+impl From<&JobRecord> for Job {
+    fn from(r: &JobRecord) -> Self {
+        Self {
+            id: r.id.0,
+            topic: r.topic.clone(),
+            state: JobStatus::of(r),
+            attempt: r.attempt,
+            retry_policy: r.policy.into(),
+            enqueued_at: time(r.enqueued_at),
+            not_before: r.not_before.map(time),
+            lock: r.lock.as_ref().map(|l| Lock { worker: l.worker.clone(), expires_at: time(l.expires_at) }),
+            last_fault: r.last_fault.as_ref().map(Fault::from),
+            cancel_requested: r.cancel_requested,
+            outcome: r.outcome.as_ref().map(Outcome::from),
+            attempts: r.attempts.iter().map(Attempt::from).collect(),
+        }
+    }
+}
+
+/// Jobs, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobList {
+    /// The jobs; pass the last one's id as `before` for the next page.
+    pub jobs: Vec<Job>,
+}
+
+/// Open incidents: failed jobs an operator may retry or discard.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IncidentList {
+    /// The incidents, each a job in state `failed`.
+    pub incidents: Vec<Job>,
+}
+
+/// A job enqueued, or found by its idempotency key.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Enqueued {
+    /// The job's id.
+    pub id: u64,
+    /// Its topic.
+    pub topic: String,
+    /// False when the key named a job enqueued before.
+    pub created: bool,
+}
+
+/// One job of a batch's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchJobEnqueued {
+    /// The job's id.
+    pub id: u64,
+    /// False when its key named a job enqueued before.
+    pub created: bool,
+}
+
+/// A batch enqueued.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchEnqueued {
+    /// The topic.
+    pub topic: String,
+    /// How many jobs were created.
+    pub created: usize,
+    /// Each job of the batch, in order.
+    pub jobs: Vec<BatchJobEnqueued>,
+}
+
+/// What a cancel did.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CancelResult {
+    /// The job had not started: it ended `cancelled`.
+    Cancelled,
+    /// The job is running: it is interrupted at its next epoch tick.
+    Cancelling,
+    /// The job had ended already.
+    AlreadyEnded,
+}
+
+/// The answer to a cancel.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Cancelled {
+    /// The job.
+    pub id: u64,
+    /// What happened.
+    pub result: CancelResult,
+}
+
+/// What an incident action did.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum IncidentResult {
+    /// Queued again with a fresh attempt budget.
+    Requeued,
+    /// Closed without a retry.
+    Discarded,
+}
+
+/// The answer to an incident's retry or discard.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IncidentAction {
+    /// The job.
+    pub id: u64,
+    /// What happened.
+    pub result: IncidentResult,
+}
+
+/// An outcome in the stream: the job, and how it ended.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StreamedOutcome {
+    /// Its place in the stream.
+    pub cursor: u64,
+    /// The job.
+    pub job_id: u64,
+    /// The job's topic.
+    pub topic: String,
+    /// When the job was enqueued.
+    #[schema(value_type = String, format = DateTime)]
+    pub enqueued_at: String,
+    /// How it ended.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+impl From<&TerminalOutcome> for StreamedOutcome {
+    fn from(ended: &TerminalOutcome) -> Self {
+        Self {
+            cursor: ended.seq,
+            job_id: ended.job_id.0,
+            topic: ended.topic.clone(),
+            enqueued_at: time(ended.enqueued_at),
+            outcome: ended.into(),
+        }
+    }
+}
+
+/// A page of the outcome stream.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OutcomePage {
+    /// The tenant's outcomes after the cursor asked for, oldest first.
+    pub outcomes: Vec<StreamedOutcome>,
+    /// Where the next poll starts (`after`).
+    pub cursor: u64,
+}
+
+/// A topic's live jobs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Depth {
+    /// Waiting for a worker.
+    pub queued: u64,
+    /// Waiting for their time: `scheduled` or `retrying`.
+    pub waiting: u64,
+    /// Held by workers.
+    pub running: u64,
+}
+
+impl From<StoredDepth> for Depth {
+    fn from(d: StoredDepth) -> Self {
+        Self { queued: d.queued, waiting: d.gated, running: d.running }
+    }
+}
+
+/// A topic of the tenant's.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Topic {
+    /// Its name.
+    pub topic: String,
+    /// Its current plugin version (absent for a topic run by native code).
+    pub version: Option<String>,
+    /// Its live jobs, as last counted.
+    pub depth: Depth,
+    /// Whether its jobs are held (enqueues still land).
+    pub paused: bool,
+}
+
+/// The tenant's topics.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TopicList {
+    /// The topics.
+    pub topics: Vec<Topic>,
+}
+
+/// How a version became current.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionOrigin {
+    /// The config file, at start.
+    Config,
+    /// A deploy.
+    Deploy,
+    /// `husk serve --watch` saw its file change.
+    Watch,
+    /// A rollback.
+    Rollback,
+}
+
+/// A plugin version of a topic.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Version {
+    /// The component's SHA-256 (hex).
+    pub version: String,
+    /// When it last became current.
+    #[schema(value_type = String, format = DateTime)]
+    pub deployed_at: String,
+    /// How it last became current.
+    pub origin: VersionOrigin,
+    /// The tenant who made it current (absent for the config file and
+    /// `--watch`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployed_by: Option<String>,
+    /// Whether new jobs run on it.
+    pub current: bool,
+}
+
+impl From<VersionInfo> for Version {
+    fn from(v: VersionInfo) -> Self {
+        let origin = match v.origin {
+            Origin::Config => VersionOrigin::Config,
+            Origin::Deploy => VersionOrigin::Deploy,
+            Origin::Watch => VersionOrigin::Watch,
+            Origin::Rollback => VersionOrigin::Rollback,
+        };
+        Self {
+            version: v.version,
+            deployed_at: time(v.deployed_at),
+            origin,
+            deployed_by: v.deployed_by,
+            current: v.current,
+        }
+    }
+}
+
+/// A topic's kept versions.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VersionList {
+    /// The topic.
+    pub topic: String,
+    /// Its versions, newest first.
+    pub versions: Vec<Version>,
+}
+
+/// A pause or resume.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Paused {
+    /// The topic.
+    pub topic: String,
+    /// Whether it is paused now.
+    pub paused: bool,
+    /// False when it already was.
+    pub changed: bool,
+}
+
+/// The answer of `/healthz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`.
+    pub status: String,
+}
