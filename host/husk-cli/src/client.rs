@@ -71,7 +71,8 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client of `server` (e.g. `http://127.0.0.1:8080`) using `token`.
+    /// A client of `server` (e.g. `http://127.0.0.1:8080`, or `host:port`
+    /// for plain HTTP) using `token`.
     pub fn new(server: &str, token: Option<String>) -> Self {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -79,7 +80,9 @@ impl Client {
             .timeout_global(Some(Duration::from_secs(90)))
             .build();
         let agent = ureq::Agent::with_parts(config, DefaultConnector::default(), LiteralFirst::default());
-        Self { agent, server: server.trim_end_matches('/').to_owned(), token }
+        let server = server.trim_end_matches('/');
+        let server = if server.contains("://") { server.to_owned() } else { format!("http://{server}") };
+        Self { agent, server, token }
     }
 
     fn url(&self, path: &str) -> String {
@@ -141,6 +144,10 @@ impl Client {
             return Ok(value);
         }
         let field = |name: &str| value.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
-        Err(ClientError::Api { status, error: field("error"), message: field("message") })
+        let mut message = field("message");
+        if status == 401 && self.token.is_none() {
+            message += ": set HUSK_TOKEN or pass --token";
+        }
+        Err(ClientError::Api { status, error: field("error"), message })
     }
 }

@@ -136,7 +136,9 @@ fn readme(name: &str, lang: Lang, http: bool) -> String {
              `Idempotency-Key: husk-<job id>-<n>`, the same on every attempt of the job.\n\n\
              Needs {}\n\n```sh\n./build.sh\nhusk run {name}.wasm --input '{{\"url\":\"https://api.example.com/\"}}' \
              --allow-host https://api.example.com\n```\n\n\
-             Then bind it to a topic in husk.toml, allowing the hosts it calls:\n\n```toml\n[topics.{name}]\n\
+             Then bind it to a topic in husk.toml, of a tenant whose token reaches it, allowing the hosts \
+             it calls (within the tenant's):\n\n```toml\n[tenants.dev]\ntokens = [\"env:HUSK_TOKEN\"]\n\
+             allowed_hosts = [\"https://api.example.com\"]\n\n[topics.{name}]\ntenant = \"dev\"\n\
              plugin = \"{name}.wasm\"\nallowed_hosts = [\"https://api.example.com\"]\n```\n",
             prerequisites(lang)
         );
@@ -145,7 +147,8 @@ fn readme(name: &str, lang: Lang, http: bool) -> String {
         "# {name}\n\nA husk operation (world `operation` of `wit/worker.wit`): input `{{\"name\": \"Ada\"}}`, output \
          `{{\"greeting\": \"hello, Ada\"}}`; input without a `name` is the fault `invalid-input`.\n\n\
          Needs {}\n\n```sh\n./build.sh\nhusk run {name}.wasm --input '{{\"name\":\"Ada\"}}'\n```\n\n\
-         Then bind it to a topic in husk.toml:\n\n```toml\n[topics.{name}]\nplugin = \"{name}.wasm\"\n```\n",
+         Then bind it to a topic in husk.toml, of a tenant whose token reaches it:\n\n```toml\n\
+         [tenants.dev]\ntokens = [\"env:HUSK_TOKEN\"]\n\n[topics.{name}]\ntenant = \"dev\"\nplugin = \"{name}.wasm\"\n```\n",
         prerequisites(lang)
     )
 }

@@ -71,7 +71,7 @@ enum Command {
     /// Cancel a job (a running one is killed at its next epoch tick).
     Cancel(IdArgs),
     /// List open incidents (jobs that failed for good).
-    Incidents(RemoteArgs),
+    Incidents(IncidentsArgs),
     /// Retry an incident with a fresh attempt budget.
     Retry(IdArgs),
     /// Discard an incident: it ends for good and leaves the incident list.
@@ -164,12 +164,39 @@ struct JobsArgs {
     /// Only this topic.
     #[arg(long)]
     topic: Option<String>,
-    /// Only this state: queued, gated, running or terminal.
+    /// Only this state: queued, scheduled, retrying, running, completed,
+    /// business-error, business-status, failed or cancelled.
     #[arg(long)]
     state: Option<String>,
-    /// At most this many.
+    /// Only jobs that ended so: completed, business-error, business-status,
+    /// failed or cancelled (a retried incident counts by its latest).
+    #[arg(long)]
+    outcome: Option<String>,
+    /// Only jobs enqueued at or after this time (RFC 3339, e.g.
+    /// 2026-12-07T08:30:00Z).
+    #[arg(long)]
+    enqueued_after: Option<String>,
+    /// Only jobs enqueued before this time.
+    #[arg(long)]
+    enqueued_before: Option<String>,
+    /// Only jobs whose last fault's code contains this text.
+    #[arg(long)]
+    fault_code: Option<String>,
+    /// Only jobs older than this job: the next page.
+    #[arg(long)]
+    before: Option<u64>,
+    /// At most this many (1 to 10,000).
     #[arg(long, default_value_t = 50)]
     limit: usize,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+#[derive(Debug, Args)]
+struct IncidentsArgs {
+    /// Only this topic's.
+    #[arg(long)]
+    topic: Option<String>,
     #[command(flatten)]
     remote: RemoteArgs,
 }

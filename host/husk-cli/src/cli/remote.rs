@@ -7,8 +7,8 @@ use anyhow::Context;
 use serde_json::Value;
 
 use super::{
-    DeployArgs, EnqueueArgs, IdArgs, JobsArgs, OutcomesArgs, PluginsArgs, RemoteArgs, RollbackArgs, TopicArgs,
-    read_input,
+    DeployArgs, EnqueueArgs, IdArgs, IncidentsArgs, JobsArgs, OutcomesArgs, PluginsArgs, RemoteArgs, RollbackArgs,
+    TopicArgs, read_input,
 };
 
 /// Prints `value` as JSON when asked, else `human(value)`.
@@ -52,6 +52,18 @@ fn text(value: &Value) -> String {
 /// A version digest shortened for tables.
 fn short(version: &Value) -> String {
     version.as_str().map_or_else(|| "-".into(), |v| v.chars().take(12).collect())
+}
+
+/// `?name=value&…` of the pairs with a value (URL-encoded), or nothing.
+fn query(pairs: &[(&str, Option<&String>)]) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in pairs {
+        if let Some(value) = value {
+            query.append_pair(name, value);
+        }
+    }
+    let query = query.finish();
+    if query.is_empty() { query } else { format!("?{query}") }
 }
 
 /// `kind` of an outcome, plus its code for business errors and faults.
@@ -122,7 +134,7 @@ fn job_rows(jobs: &Value) -> Vec<Vec<String>> {
         .into_iter()
         .flatten()
         .map(|job| {
-            let outcome = job["outcome"]["outcome"].clone();
+            let outcome = job["outcome"].clone();
             let last = if outcome.is_null() { text(&job["last_fault"]["code"]) } else { outcome_summary(&outcome) };
             vec![text(&job["id"]), text(&job["topic"]), text(&job["state"]), text(&job["attempt"]), last]
         })
@@ -130,14 +142,19 @@ fn job_rows(jobs: &Value) -> Vec<Vec<String>> {
 }
 
 pub(super) fn jobs(args: &JobsArgs) -> anyhow::Result<ExitCode> {
-    let mut query = format!("/v1/jobs?limit={}", args.limit);
-    if let Some(topic) = &args.topic {
-        query += &format!("&topic={topic}");
-    }
-    if let Some(state) = &args.state {
-        query += &format!("&state={state}");
-    }
-    let value = args.remote.client().get(&query)?;
+    let limit = args.limit.to_string();
+    let before = args.before.map(|id| id.to_string());
+    let query = query(&[
+        ("limit", Some(&limit)),
+        ("topic", args.topic.as_ref()),
+        ("state", args.state.as_ref()),
+        ("outcome", args.outcome.as_ref()),
+        ("enqueued_after", args.enqueued_after.as_ref()),
+        ("enqueued_before", args.enqueued_before.as_ref()),
+        ("fault_code", args.fault_code.as_ref()),
+        ("before", before.as_ref()),
+    ]);
+    let value = args.remote.client().get(&format!("/v1/jobs{query}"))?;
     print(&args.remote, &value, |v| {
         table(&["ID", "TOPIC", "STATE", "ATTEMPT", "OUTCOME / LAST FAULT"], &job_rows(&v["jobs"]))
     })
@@ -162,7 +179,7 @@ pub(super) fn job(args: &IdArgs) -> anyhow::Result<ExitCode> {
         if !attempts.is_empty() {
             out += &table(&["ATTEMPT", "VERSION", "FAULT"], &attempts);
         }
-        let outcome = &job["outcome"]["outcome"];
+        let outcome = &job["outcome"];
         if !outcome.is_null() {
             out += &format!("outcome: {}\n", serde_json::to_string(outcome).unwrap_or_default());
         }
@@ -175,8 +192,9 @@ pub(super) fn cancel(args: &IdArgs) -> anyhow::Result<ExitCode> {
     print(&args.remote, &value, |v| format!("job {}: {}\n", v["id"], text(&v["result"])))
 }
 
-pub(super) fn incidents(remote: &RemoteArgs) -> anyhow::Result<ExitCode> {
-    let value = remote.client().get("/v1/incidents")?;
+pub(super) fn incidents(args: &IncidentsArgs) -> anyhow::Result<ExitCode> {
+    let remote = &args.remote;
+    let value = remote.client().get(&format!("/v1/incidents{}", query(&[("topic", args.topic.as_ref())])))?;
     print(remote, &value, |v| {
         if v["incidents"].as_array().is_none_or(Vec::is_empty) {
             return "no open incidents\n".into();
@@ -255,13 +273,13 @@ pub(super) fn topics(args: &RemoteArgs) -> anyhow::Result<ExitCode> {
                     text(&t["topic"]),
                     short(&t["version"]),
                     depth["queued"].to_string(),
-                    depth["gated"].to_string(),
+                    depth["waiting"].to_string(),
                     depth["running"].to_string(),
                     if t["paused"] == Value::Bool(true) { "paused" } else { "running" }.to_owned(),
                 ]
             })
             .collect();
-        table(&["TOPIC", "VERSION", "QUEUED", "GATED", "RUNNING", "STATE"], &rows)
+        table(&["TOPIC", "VERSION", "QUEUED", "WAITING", "RUNNING", "STATE"], &rows)
     })
 }
 
@@ -288,11 +306,11 @@ pub(super) fn outcomes(args: &OutcomesArgs) -> anyhow::Result<ExitCode> {
             .into_iter()
             .flatten()
             .map(|o| {
-                let summary = outcome_summary(&o["outcome"]);
-                vec![text(&o["seq"]), text(&o["job_id"]), text(&o["topic"]), text(&o["attempts"]), summary]
+                let summary = outcome_summary(o);
+                vec![text(&o["cursor"]), text(&o["job_id"]), text(&o["topic"]), text(&o["attempts"]), summary]
             })
             .collect();
-        format!("{}cursor {}\n", table(&["SEQ", "JOB", "TOPIC", "ATTEMPTS", "OUTCOME"], &rows), v["cursor"])
+        format!("{}cursor {}\n", table(&["CURSOR", "JOB", "TOPIC", "ATTEMPTS", "OUTCOME"], &rows), v["cursor"])
     })
 }
 
