@@ -477,3 +477,13 @@ fn a_job_is_told_in_one_vocabulary_and_listed_by_it() {
     assert_eq!(ids(&a, "state=completed&outcome=failed"), Vec::<Value>::new(), "a state and an outcome that disagree");
     assert_eq!(ids(&a, "state=queued"), Vec::<Value>::new());
 }
+
+#[test]
+fn serve_warns_of_topics_no_token_reaches_and_names_the_dashboard() {
+    // No tenant at all (with tenants, every topic must name one).
+    let orphan = format!("store = \"husk.db\"\n\n[topics.orphan]\nplugin = \"{}\"\n", guest("transform").display());
+    let server = Server::start_logging(tempfile::tempdir().unwrap(), &orphan, &[], "info");
+    let log = server.log();
+    assert!(log.contains("no API token reaches them") && log.contains("orphan"), "{log}");
+    assert!(log.contains(&format!("the dashboard: {}/ui", server.url)), "{log}");
+}
