@@ -181,7 +181,10 @@ pub(super) fn job(args: &IdArgs) -> anyhow::Result<ExitCode> {
         }
         let outcome = &job["outcome"];
         if !outcome.is_null() {
-            out += &format!("outcome: {}\n", serde_json::to_string(outcome).unwrap_or_default());
+            out += &format!("outcome: {} at {}\n", outcome_summary(outcome), text(&outcome["finished_at"]));
+            if let Some(output) = outcome.get("output") {
+                out += &format!("output: {output}\n");
+            }
         }
         out
     })
