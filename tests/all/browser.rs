@@ -358,3 +358,47 @@ fn a_version_is_deployed_by_upload_and_rolled_back_and_a_topic_paused() {
         browser.close().await.unwrap();
     });
 }
+
+#[test]
+#[cfg_attr(not(husk_browser), ignore = "no Chromium: apt-get install chromium chromium-driver")]
+fn walking_twenty_pages_in_one_tab_never_runs_out_of_connections() {
+    let server = Server::start(&config());
+    let driver = Driver::start();
+    run(async {
+        let browser = driver.browser("walk").await;
+        // A page that cannot load fails here, not after the default minute.
+        let timeouts = fantoccini::wd::TimeoutConfiguration::new(None, Some(Duration::from_secs(15)), None);
+        browser.update_timeouts(timeouts).await.unwrap();
+        sign_in(&browser, &server, TOKEN_A).await;
+        let client = server.client(Some(TOKEN_A));
+        let done = enqueue(&client, "a-quote", &json!({"amount": 1, "currency": "EUR"})).unwrap()["id"].clone();
+        server.wait_until("the job ends", |_| ended(&crate::support_server::job_state(&client, &done)));
+        // Twenty pages, each with its event stream, then back and forth
+        // through the history: the pages the back/forward cache keeps must
+        // not keep their streams (six per host would exhaust the browser's
+        // connections).
+        let pages = [format!("/ui/jobs/{done}"), "/ui/jobs".to_owned(), "/ui".to_owned(), "/ui/incidents".to_owned()];
+        for n in 0..20 {
+            let page = &pages[n % pages.len()];
+            browser.goto(&format!("{}{page}", server.url)).await.unwrap_or_else(|e| panic!("page {n}, {page}: {e}"));
+        }
+        for _ in 0..6 {
+            browser.back().await.unwrap();
+        }
+        for _ in 0..6 {
+            browser.forward().await.unwrap();
+        }
+        // The next page loads, and its own stream delivers.
+        browser.goto(&format!("{}/ui/jobs?topic=a-quote", server.url)).await.unwrap();
+        let listen = "window.husk_sse = 0; \
+                      document.body.addEventListener('htmx:sseMessage', () => { window.husk_sse += 1; });";
+        browser.execute(listen, vec![]).await.unwrap();
+        enqueue(&client, "a-quote", &json!({"amount": 2, "currency": "EUR"})).unwrap();
+        eventually("an outcome arrives on the last page's stream", || async {
+            let heard: Value = browser.execute("return window.husk_sse", vec![]).await.unwrap();
+            heard.as_u64().is_some_and(|n| n >= 1)
+        })
+        .await;
+        browser.close().await.unwrap();
+    });
+}

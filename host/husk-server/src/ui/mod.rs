@@ -43,6 +43,9 @@ const HTMX: &str = include_str!("../../assets/htmx.min.js");
 /// htmx's server-sent events extension 2.2.4 (Zero-Clause BSD), as
 /// published on npm as `htmx-ext-sse`.
 const HTMX_SSE: &str = include_str!("../../assets/htmx-ext-sse.min.js");
+/// The dashboard's own script: closes a page's event stream when the page
+/// is left (see the file).
+const HUSK_JS: &str = include_str!("../../assets/husk.js");
 
 /// No inline script or style, nothing from elsewhere, no framing.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
@@ -80,6 +83,7 @@ pub(crate) fn router(api: Arc<Api>) -> Router {
         .route("/assets/husk.css", get(|| async { asset(CSS, "text/css; charset=utf-8") }))
         .route("/assets/htmx.min.js", get(|| async { asset(HTMX, "text/javascript; charset=utf-8") }))
         .route("/assets/htmx-ext-sse.min.js", get(|| async { asset(HTMX_SSE, "text/javascript; charset=utf-8") }))
+        .route("/assets/husk.js", get(|| async { asset(HUSK_JS, "text/javascript; charset=utf-8") }))
         .layer(axum::middleware::map_response(secure_headers))
         .with_state(ui)
 }

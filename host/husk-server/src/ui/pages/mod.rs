@@ -66,6 +66,7 @@ fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                 link rel="stylesheet" href="/ui/assets/husk.css";
                 script src="/ui/assets/htmx.min.js" {}
                 script src="/ui/assets/htmx-ext-sse.min.js" {}
+                script src="/ui/assets/husk.js" {}
             }
             body {
                 @if let Some(session) = session {
