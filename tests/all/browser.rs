@@ -402,3 +402,44 @@ fn walking_twenty_pages_in_one_tab_never_runs_out_of_connections() {
         browser.close().await.unwrap();
     });
 }
+
+#[test]
+#[cfg_attr(not(husk_browser), ignore = "no Chromium: apt-get install chromium chromium-driver")]
+fn a_job_is_found_by_its_id_and_a_cancel_asks_first() {
+    let server = Server::start(&config());
+    let driver = Driver::start();
+    run(async {
+        let browser = driver.browser("find").await;
+        sign_in(&browser, &server, TOKEN_A).await;
+        let client = server.client(Some(TOKEN_A));
+        client.post("/v1/topics/a-held/pause", None, &[]).unwrap();
+        let id = enqueue(&client, "a-held", &json!({"succeed_on_attempt": 1})).unwrap()["id"].clone();
+        // The navigation's box: an id and Enter.
+        let find = browser.find(Locator::Css("nav form.jump input[name='id']")).await.unwrap();
+        find.send_keys(&format!("{id}\u{E007}")).await.unwrap();
+        eventually("the job's page", || async { text(&browser, "h1").await == format!("Job {id}") }).await;
+        let state = browser.find(Locator::Css("#state")).await.unwrap();
+        assert_eq!(state.attr("class").await.unwrap().as_deref(), Some("state queued"));
+        screenshot(&browser, "job-queued").await;
+
+        // Cancel asks first: dismissed, nothing changes; accepted, cancelled.
+        let question = format!("Cancel job {id}?");
+        browser.find(Locator::Css("button[value='cancel']")).await.unwrap().click().await.unwrap();
+        assert_eq!(browser.get_alert_text().await.unwrap(), question);
+        browser.dismiss_alert().await.unwrap();
+        assert_eq!(crate::support_server::job_state(&client, &id)["state"], "queued", "a dismissed cancel");
+        browser.find(Locator::Css("button[value='cancel']")).await.unwrap().click().await.unwrap();
+        assert_eq!(browser.get_alert_text().await.unwrap(), question);
+        browser.accept_alert().await.unwrap();
+        server.wait_until("the job is cancelled", |_| {
+            crate::support_server::job_state(&client, &id)["state"] == "cancelled"
+        });
+        browser.goto(&format!("{}/ui/jobs/{id}", server.url)).await.unwrap();
+        let state = browser.find(Locator::Css("#state")).await.unwrap();
+        assert_eq!(state.attr("class").await.unwrap().as_deref(), Some("state cancelled"));
+        // An id that is none: refused, not a server error.
+        browser.goto(&format!("{}/ui/jobs/find?id=abc", server.url)).await.unwrap();
+        assert_eq!(text(&browser, "h1").await, "Not Found");
+        browser.close().await.unwrap();
+    });
+}

@@ -19,3 +19,12 @@ addEventListener("pageshow", function (event) {
     location.reload();
   }
 });
+
+// A button with `data-confirm` (cancel, discard) asks before its form is sent.
+document.addEventListener("submit", function (event) {
+  var button = event.submitter;
+  var question = button && button.getAttribute("data-confirm");
+  if (question && !confirm(question)) {
+    event.preventDefault();
+  }
+});

@@ -151,6 +151,20 @@ pub(super) async fn job(State(ui): State<Arc<Ui>>, headers: HeaderMap, Path(id):
     Ok(pages::job(&session, &record, input.as_deref()).into_response())
 }
 
+/// The navigation's job-id box.
+#[derive(Debug, Deserialize)]
+pub(super) struct Find {
+    id: String,
+}
+
+/// `GET /ui/jobs/find?id=`: to the job's page (signed in; an id that is not
+/// a number is refused there).
+pub(super) async fn find(State(ui): State<Arc<Ui>>, headers: HeaderMap, Query(find): Query<Find>) -> Page {
+    signed_in(&ui, &headers)?;
+    let id = parse_id(find.id.trim().trim_start_matches('#'))?;
+    Ok(Redirect::to(&format!("/ui/jobs/{id}")).into_response())
+}
+
 /// `POST /ui/jobs/{id}/cancel|retry|discard`.
 pub(super) async fn act(
     State(ui): State<Arc<Ui>>,

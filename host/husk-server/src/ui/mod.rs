@@ -71,6 +71,7 @@ pub(crate) fn router(api: Arc<Api>) -> Router {
         .route("/logout", post(logout))
         .route("/jobs", get(jobs::jobs))
         .route("/jobs/rows", get(jobs::job_rows))
+        .route("/jobs/find", get(jobs::find))
         .route("/jobs/{id}", get(jobs::job))
         .route("/jobs/{id}/{action}", post(jobs::act))
         .route("/incidents", get(incidents::incidents))

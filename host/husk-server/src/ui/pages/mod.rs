@@ -74,6 +74,9 @@ fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                         a href="/ui" { "Overview" }
                         a href="/ui/jobs" { "Jobs" }
                         a href="/ui/incidents" { "Incidents" }
+                        form.jump method="get" action="/ui/jobs/find" {
+                            input type="search" name="id" placeholder="Job id" inputmode="numeric" aria-label="Job id";
+                        }
                         span.who { (who(session)) }
                         form method="post" action="/ui/logout" {
                             input type="hidden" name="csrf" value=(session.csrf);
@@ -299,14 +302,23 @@ pub(super) fn job_rows(jobs: &[JobRecord]) -> Markup {
             tr {
                 td.n { a href={ "/ui/jobs/" (job.id) } { (job.id) } }
                 td { (job.topic) }
-                td { (state_name(job)) }
+                td class={ "state " (state_name(job)) } { (state_name(job)) }
                 td.n { (job.attempt) }
                 td { (when(job.enqueued_at)) }
-                td.code { @if let Some(fault) = &job.last_fault { (fault.code) } }
-                td { @if let Some(outcome) = &job.outcome { (outcome.outcome.kind()) } }
+                // A fault a later attempt got past is history, not an alarm.
+                td class=(if recovered(job) { "code recovered" } else { "code" }) {
+                    @if let Some(fault) = &job.last_fault { (fault.code) }
+                }
+                td { @if let Some(outcome) = &job.outcome { span class={ "state " (outcome.outcome.kind()) } { (outcome.outcome.kind()) } } }
             }
         }
     }
+}
+
+/// Whether the job ended with an answer after failed attempts.
+fn recovered(job: &JobRecord) -> bool {
+    use husk::outcome::Outcome;
+    job.outcome.as_ref().is_some_and(|o| !matches!(o.outcome, Outcome::Failed { .. } | Outcome::Cancelled))
 }
 
 fn state_name(job: &JobRecord) -> &'static str {
@@ -345,7 +357,7 @@ pub(super) fn job(session: &Session, job: &JobRecord, input: Option<&[u8]>) -> M
         html! {
             dl.job {
                 dt { "Topic" } dd { (job.topic) }
-                dt { "State" } dd #state { (state_name(job)) }
+                dt { "State" } dd #state class={ "state " (state_name(job)) } { (state_name(job)) }
                 dt { "Attempt" } dd { (job.attempt) }
                 dt { "Enqueued" } dd { (when(job.enqueued_at)) }
                 @if let Some(gate) = job.not_before { dt { "Not before" } dd { (when(gate)) } }
@@ -353,10 +365,13 @@ pub(super) fn job(session: &Session, job: &JobRecord, input: Option<&[u8]>) -> M
             }
             @if !session.principal.read_only && (incident || cancellable) {
                 div.actions {
-                    @if cancellable { (action(session, job, "cancel", "Cancel")) }
+                    @if cancellable {
+                        (action(session, job, "cancel", "Cancel", Some(&format!("Cancel job {}?", job.id))))
+                    }
                     @if incident {
-                        (action(session, job, "retry", "Retry"))
-                        (action(session, job, "discard", "Discard"))
+                        (action(session, job, "retry", "Retry", None))
+                        (action(session, job, "discard", "Discard",
+                            Some(&format!("Discard incident {}? It ends for good, never retried.", job.id))))
                     }
                 }
             }
@@ -394,7 +409,7 @@ pub(super) fn job(session: &Session, job: &JobRecord, input: Option<&[u8]>) -> M
             }
             @if let Some(ended) = &job.outcome {
                 h2 { "Outcome" }
-                p #outcome-kind { (ended.outcome.kind()) " at " (when(ended.finished_at)) " after " (ended.attempts) " attempt(s)" }
+                p #outcome-kind class={ "state " (ended.outcome.kind()) } { (ended.outcome.kind()) " at " (when(ended.finished_at)) " after " (ended.attempts) " attempt(s)" }
                 @match &ended.outcome {
                     Outcome::Completed { output } => pre.output { (shown(output)) },
                     Outcome::BusinessError { code, message } => p { span.code { (code) } " " (message) },
@@ -409,12 +424,13 @@ pub(super) fn job(session: &Session, job: &JobRecord, input: Option<&[u8]>) -> M
     )
 }
 
-/// A button posting `name` for `job`, with the session's CSRF token.
-fn action(session: &Session, job: &JobRecord, name: &str, label: &str) -> Markup {
+/// A button posting `name` for `job`, with the session's CSRF token; with
+/// `confirm`, the browser asks that first (`assets/husk.js`).
+fn action(session: &Session, job: &JobRecord, name: &str, label: &str, confirm: Option<&str>) -> Markup {
     html! {
         form method="post" action={ "/ui/jobs/" (job.id) "/" (name) } {
             input type="hidden" name="csrf" value=(session.csrf);
-            button type="submit" name="action" value=(name) { (label) }
+            button type="submit" name="action" value=(name) data-confirm=[confirm] { (label) }
         }
     }
 }
