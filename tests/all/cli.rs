@@ -56,7 +56,10 @@ fn run_prints_the_outcome_and_exits_by_kind_of_ending() {
 
     let (code, report) = run("spin", "{}", &["--fuel", "100000"]);
     assert_eq!(code, i32::from(EXIT_LIMIT_KILL));
-    assert_eq!(report["fault"]["code"], "husk.out-of-fuel");
+    assert_eq!(
+        (report["outcome"].as_str(), report["fault"]["code"].as_str()),
+        (Some("killed"), Some("husk.out-of-fuel"))
+    );
 
     let (code, report) = run("memory-bomb", "{}", &["--memory", "4MiB"]);
     assert_eq!(code, i32::from(EXIT_LIMIT_KILL));
@@ -64,7 +67,10 @@ fn run_prints_the_outcome_and_exits_by_kind_of_ending() {
 
     let (code, report) = run("panic", "{}", &[]);
     assert_eq!(code, i32::from(EXIT_TRAP));
-    assert_eq!(report["fault"]["code"], "husk.trap");
+    assert_eq!((report["outcome"].as_str(), report["fault"]["code"].as_str()), (Some("trapped"), Some("husk.trap")));
+    // Milliseconds to the microsecond, without float noise.
+    let elapsed = report["stats"]["elapsed_ms"].as_f64().unwrap();
+    assert_eq!(elapsed, (elapsed * 1e3).round() / 1e3, "{elapsed}");
 }
 
 #[test]
