@@ -523,3 +523,27 @@ fn sigterm_ends_an_open_event_stream_and_the_server_stops() {
     let body = events.into_body().read_to_string();
     assert!(body.is_ok(), "{body:?}");
 }
+
+#[test]
+fn a_topics_page_shows_its_configuration_and_its_last_hour() {
+    let server = Server::start(&config());
+    ended_job(&server, "a-flaky", &json!({"succeed_on_attempt": 1}));
+    let mut browser = Browser::new(&server);
+    browser.sign_in(TOKEN_A);
+    let page = browser.get("/ui/topics/a-flaky");
+    assert_eq!(page.status, 200);
+    for shown in [
+        r#"<dd class="workers">1</dd>"#,
+        r#"<dd class="retry">none: one attempt</dd>"#,
+        "<dd>100000000</dd>",
+        r#"<dd class="hosts">none</dd>"#,
+        "none: every fault is technical",
+    ] {
+        assert!(page.body.contains(shown), "{shown} in:\n{}", page.body);
+    }
+    // The job that just completed is in the topic's last hour.
+    let hour = page.body.split(r#"<td class="n completed-hour">"#).nth(1).and_then(|s| s.split('<').next());
+    assert_eq!(hour, Some("1"), "{}", page.body);
+    let later = browser.get("/ui/topics/a-later");
+    assert!(later.body.contains(r#"<dd class="retry">3 attempts, 1h apart</dd>"#), "{}", later.body);
+}

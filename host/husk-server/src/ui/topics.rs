@@ -27,7 +27,29 @@ pub(super) async fn topic(State(ui): State<Arc<Ui>>, headers: HeaderMap, Path(to
         }
     })
     .await?;
-    Ok(pages::topic(&session, &topic, &versions, paused, None).into_response())
+    let about = about(&ui, &topic);
+    Ok(pages::topic(&session, &topic, &about, &versions, paused, None).into_response())
+}
+
+/// What a topic's page says of its configuration and its last hour.
+fn about(ui: &Ui, name: &str) -> pages::topic::About {
+    let host = ui.api.host();
+    let settings = host.topics().find(|t| t.name() == name).map(|topic| {
+        let (limits, pool) = (topic.limits(), topic.pool_config());
+        let hosts = topic.grants().http.as_ref().map(|http| http.allowed.iter().map(|h| h.to_string()).collect());
+        pages::topic::Settings {
+            workers: pool.workers,
+            fetch_batch: pool.fetch_batch,
+            lock_duration: pool.lock_duration,
+            deadline: limits.deadline,
+            memory: limits.memory,
+            fuel: limits.fuel,
+            retry: host.retry_of(topic),
+            mapper: topic.has_mapper(),
+            allowed_hosts: hosts.unwrap_or_default(),
+        }
+    });
+    pages::topic::About { settings, recent: ui.api.metrics().recent().summary(name, std::time::SystemTime::now()) }
 }
 
 pub(super) async fn pause(
@@ -131,7 +153,7 @@ pub(super) async fn deploy(
         (Ok(_), ..) => Ok(Redirect::to(&format!("/ui/topics/{}", pages::urlencode(&topic))).into_response()),
         (Err(reason), versions, paused, session) => Err(Refusal::Page(
             StatusCode::UNPROCESSABLE_ENTITY,
-            pages::topic(&session, &topic, &versions, paused, Some(&reason)),
+            pages::topic(&session, &topic, &about(&ui, &topic), &versions, paused, Some(&reason)),
         )),
     }
 }

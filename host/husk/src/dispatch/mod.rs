@@ -172,6 +172,11 @@ impl Dispatcher {
         RetryPolicySpec::resolve(topic.retry, self.default_retry)
     }
 
+    /// The engine-wide retry policy, if one was set.
+    pub fn default_retry(&self) -> Option<RetryPolicySpec> {
+        self.default_retry
+    }
+
     /// Locks up to `request.max` jobs of `request.topics` for
     /// `request.worker`, waiting up to `wait` (clock time) for one to become
     /// fetchable. Returns no jobs when the wait ends, the dispatcher shuts

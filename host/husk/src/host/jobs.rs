@@ -113,6 +113,12 @@ impl Host {
         }
     }
 
+    /// The retry policy a new job of `topic` gets: the topic's own, else
+    /// the engine-wide default, else the built-in one.
+    pub fn retry_of(&self, topic: &super::Topic) -> crate::retry::RetryPolicySpec {
+        crate::retry::RetryPolicySpec::resolve(topic.retry(), self.dispatcher.default_retry())
+    }
+
     /// What this process's dispatcher counted since it started.
     pub fn totals(&self) -> Totals {
         self.dispatcher.totals()

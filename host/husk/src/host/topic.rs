@@ -250,7 +250,26 @@ impl Topic {
         self
     }
 
-    pub(super) fn pool_config(&self) -> PoolConfig {
+    /// The limits of each job.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The topic's own retry policy, if it set one (else the engine-wide
+    /// default applies: [`Host::retry_of`](super::Host::retry_of)).
+    pub fn retry(&self) -> Option<RetryPolicySpec> {
+        self.retry
+    }
+
+    /// Whether the topic's faults go through an error mapper (else every
+    /// fault is technical).
+    pub fn has_mapper(&self) -> bool {
+        self.mapper.is_some()
+    }
+
+    /// Its workers, fetch batch and lock duration, the default lock
+    /// duration resolved.
+    pub fn pool_config(&self) -> PoolConfig {
         let batch = self.pool.fetch_batch.max(1) as u32;
         let lock_duration =
             self.lock_duration.unwrap_or_else(|| self.limits.deadline.saturating_mul(batch) + Duration::from_secs(30));

@@ -13,7 +13,7 @@ use crate::api::model::JobStatus;
 use crate::recent::{Counts, MINUTES, Summary};
 
 mod incidents;
-mod topic;
+pub(super) mod topic;
 
 pub(super) use incidents::{bulk_done, confirm_bulk, fault_code, incidents};
 pub(super) use topic::topic;
