@@ -49,7 +49,7 @@ fn retry_text(retry: RetryPolicySpec) -> String {
 fn settings(settings: &Settings) -> Markup {
     let duration = |d: Duration| humantime::format_duration(d).to_string();
     html! {
-        dl #settings {
+        dl.job #settings {
             dt { "Workers" } dd.workers { (settings.workers) }
             dt { "Fetch batch" } dd { (settings.fetch_batch) }
             dt { "Deadline" } dd.deadline { (duration(settings.deadline)) }
