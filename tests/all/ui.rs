@@ -322,6 +322,11 @@ fn job_data_is_rendered_as_text_and_an_operator_sees_every_tenant() {
         "{hour}"
     );
     assert!(row.contains(r#"aria-label="0 completed and 1 failed in the last hour""#), "{row}");
+    // Its axes (the busiest minute's count, the hour's span) and the
+    // minute's counts on hover.
+    assert!(row.contains(r##"text-anchor="end" font-size="9" fill="#687084">1</text>"##), "the scale's top: {row}");
+    assert!(row.contains("−60 min</text>") && row.contains(">now</text>"), "{row}");
+    assert!(row.contains("<title>this minute: 0 completed, 1 failed</title>"), "{row}");
 }
 
 #[test]

@@ -445,26 +445,56 @@ fn counts(counts: &Counts, window: &str) -> Markup {
     }
 }
 
+/// How long ago a minute of the chart was, in words.
+fn ago(minutes: usize) -> String {
+    match minutes {
+        0 => "this minute".to_owned(),
+        1 => "1 minute ago".to_owned(),
+        n => format!("{n} minutes ago"),
+    }
+}
+
 /// A bar per minute of the last hour: completed (blue), failed (red, on
-/// top), scaled to the busiest minute. SVG with presentation attributes
-/// only (the CSP allows no inline style).
+/// top), scaled to the busiest minute, with its axes (the busiest minute's
+/// count, the hour's span) and each minute's counts on hover (an SVG
+/// `title`). SVG with presentation attributes only (the CSP allows no
+/// inline style).
 fn chart(summary: &Summary) -> Markup {
+    // The plot's box, and the margins for the axes' labels.
+    const LEFT: u64 = 28;
     const WIDTH: u64 = 240;
     const HEIGHT: u64 = 40;
+    const TOP: u64 = 6;
+    const BOTTOM: u64 = TOP + HEIGHT;
     let bar = WIDTH / MINUTES as u64;
     let top = summary.per_minute.iter().map(|m| m.completed + m.failed).max().unwrap_or(0).max(1);
     let scale = |n: u64| n * HEIGHT / top;
+    let minutes = summary.per_minute.len();
     html! {
-        svg.chart width=(WIDTH) height=(HEIGHT) viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } role="img"
+        svg.chart width=(LEFT + WIDTH + 4) height=(BOTTOM + 14) viewBox={ "0 0 " (LEFT + WIDTH + 4) " " (BOTTOM + 14) }
+            role="img"
             aria-label={ (summary.last_hour.completed) " completed and " (summary.last_hour.failed) " failed in the last hour" } {
-            rect x="0" y="0" width=(WIDTH) height=(HEIGHT) fill="#ffffff" {}
+            rect x=(LEFT) y=(TOP) width=(WIDTH) height=(HEIGHT) fill="#ffffff" {}
+            line x1=(LEFT) y1=(TOP) x2=(LEFT) y2=(BOTTOM) stroke="#687084" {}
+            line x1=(LEFT) y1=(BOTTOM) x2=(LEFT + WIDTH) y2=(BOTTOM) stroke="#687084" {}
+            text.axis x=(LEFT - 3) y=(TOP + 8) text-anchor="end" font-size="9" fill="#687084" { (top) }
+            text.axis x=(LEFT - 3) y=(BOTTOM) text-anchor="end" font-size="9" fill="#687084" { "0" }
+            text.axis x=(LEFT) y=(BOTTOM + 11) font-size="9" fill="#687084" { "−60 min" }
+            text.axis x=(LEFT + WIDTH) y=(BOTTOM + 11) text-anchor="end" font-size="9" fill="#687084" { "now" }
             @for (i, minute) in summary.per_minute.iter().enumerate() {
                 @let (done, failed) = (scale(minute.completed), scale(minute.failed));
+                @let x = LEFT + i as u64 * bar;
                 @if done > 0 {
-                    rect x=(i as u64 * bar) y=(HEIGHT - done - failed) width=(bar - 1) height=(done) fill="#2f5fd0" {}
+                    rect x=(x) y=(BOTTOM - done - failed) width=(bar - 1) height=(done) fill="#2f5fd0" {}
                 }
                 @if failed > 0 {
-                    rect x=(i as u64 * bar) y=(HEIGHT - failed) width=(bar - 1) height=(failed) fill="#b3261e" {}
+                    rect x=(x) y=(BOTTOM - failed) width=(bar - 1) height=(failed) fill="#b3261e" {}
+                }
+                // The whole column answers the pointer with the minute's counts.
+                rect.minute x=(x) y=(TOP) width=(bar) height=(HEIGHT) fill="#000000" fill-opacity="0" {
+                    title {
+                        (ago(minutes - 1 - i)) ": " (minute.completed) " completed, " (minute.failed) " failed"
+                    }
                 }
             }
         }
