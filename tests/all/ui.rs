@@ -343,6 +343,22 @@ fn incidents_are_grouped_and_retried_or_discarded_in_bulk_after_a_count() {
     assert_eq!(page.status, 200);
     assert!(page.body.contains("3 open") && !page.body.contains("b-flaky"), "a's three, not b's:\n{}", page.body);
     let csrf = Browser::csrf(&page.body);
+    // Counted in the navigation and by topic on the overview (from the
+    // snapshot the host publishes), a's alone; and in the API's topics.
+    server.wait_until("the open incidents are counted", |_| {
+        browser.get("/ui").body.contains(r#"<span class="badge" id="open-incidents">3</span>"#)
+    });
+    let overview = browser.get("/ui");
+    let link = r#"<td class="n incidents"><a href="/ui/incidents?topic=a-flaky">3</a></td>"#;
+    assert!(overview.body.contains(link), "{}", overview.body);
+    let topics = server.client(Some(TOKEN_A)).get("/v1/topics").unwrap();
+    let counted: Vec<(Value, Value)> = topics["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["topic"].clone(), t["open_incidents"].clone()))
+        .collect();
+    assert!(counted.contains(&(json!("a-flaky"), json!(3))), "{counted:?}");
 
     // One ticked, then asked: the count is one.
     let one = ids[0].to_string();

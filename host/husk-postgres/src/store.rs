@@ -357,6 +357,16 @@ impl Incidents for PostgresStore {
         })
     }
 
+    fn open_incident_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.run("incident counts", |tx| {
+            let rows = tx.query(
+                "SELECT topic, count(*) FROM husk_outcomes WHERE open_incident GROUP BY topic ORDER BY topic",
+                &[],
+            )?;
+            Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1) as u64)).collect())
+        })
+    }
+
     fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
         self.run("discard incident", |tx| {
             let id = id.0 as i64;

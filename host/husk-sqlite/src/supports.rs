@@ -75,6 +75,17 @@ impl Incidents for SqliteStore {
         })
     }
 
+    fn open_incident_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let counts: Vec<(String, i64)> = self.read("incident counts", move |conn| {
+            conn.prepare_cached(
+                "SELECT topic, count(*) FROM outcomes WHERE open_incident = 1 GROUP BY topic ORDER BY topic",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
+        })?;
+        Ok(counts.into_iter().map(|(topic, n)| (topic, n as u64)).collect())
+    }
+
     fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
         self.write(move |tx| {
             let id = id.0 as i64;

@@ -278,11 +278,12 @@ pub(super) fn topics(args: &RemoteArgs) -> anyhow::Result<ExitCode> {
                     depth["queued"].to_string(),
                     depth["waiting"].to_string(),
                     depth["running"].to_string(),
+                    t["open_incidents"].to_string(),
                     if t["paused"] == Value::Bool(true) { "paused" } else { "running" }.to_owned(),
                 ]
             })
             .collect();
-        table(&["TOPIC", "VERSION", "QUEUED", "WAITING", "RUNNING", "STATE"], &rows)
+        table(&["TOPIC", "VERSION", "QUEUED", "WAITING", "RUNNING", "INCIDENTS", "STATE"], &rows)
     })
 }
 

@@ -535,6 +535,8 @@ pub struct Topic {
     pub version: Option<String>,
     /// Its live jobs, as last counted.
     pub depth: Depth,
+    /// Its open incidents, as last counted.
+    pub open_incidents: u64,
     /// Whether its jobs are held (enqueues still land).
     pub paused: bool,
 }

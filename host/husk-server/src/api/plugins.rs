@@ -153,8 +153,9 @@ pub(super) async fn topics(State(api): State<Arc<Api>>, caller: Caller) -> Resul
         .map(|topic| {
             let version = api.host.current_version(&topic).map(|v| v.version);
             let depth = snapshot.depths.get(&topic).copied().unwrap_or_default().into();
+            let open_incidents = snapshot.incidents.get(&topic).copied().unwrap_or_default();
             let paused = paused.contains(&topic);
-            Topic { topic, version, depth, paused }
+            Topic { topic, version, depth, open_incidents, paused }
         })
         .collect();
     Ok(Json(TopicList { topics }))

@@ -144,7 +144,11 @@ impl IntoResponse for Refusal {
 
 /// The request's session, or the way to sign in.
 fn signed_in(ui: &Ui, headers: &HeaderMap) -> Result<Session, Refusal> {
-    ui.sessions.of(headers).ok_or(Refusal::SignIn { htmx: headers.contains_key("hx-request") })
+    let mut session = ui.sessions.of(headers).ok_or(Refusal::SignIn { htmx: headers.contains_key("hx-request") })?;
+    // From the published snapshot: no store call per page.
+    let counts = &ui.api.host().snapshot().incidents;
+    session.open_incidents = ui.topics_of(&session).iter().filter_map(|topic| counts.get(topic)).sum();
+    Ok(session)
 }
 
 /// A refusal page with `status`.
@@ -254,6 +258,7 @@ fn overview_of(ui: &Ui, session: &Session) -> Result<pages::Overview, Refusal> {
                 version: host.current_version(name).map(|v| v.version),
                 paused: paused.contains(name),
                 depth: snapshot.depths.get(name).copied().unwrap_or_default(),
+                incidents: snapshot.incidents.get(name).copied().unwrap_or_default(),
                 recent: ui.api.metrics().recent().summary(name, std::time::SystemTime::now()),
             }
         })

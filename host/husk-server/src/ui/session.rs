@@ -27,6 +27,9 @@ pub(crate) struct Session {
     pub(crate) principal: Principal,
     /// The token every state-changing form of this session carries.
     pub(crate) csrf: String,
+    /// Open incidents of the topics it sees, as last counted (set per
+    /// request, for the navigation).
+    pub(crate) open_incidents: u64,
     expires: Instant,
 }
 
@@ -48,7 +51,7 @@ impl Sessions {
         {
             sessions.remove(&oldest);
         }
-        sessions.insert(id.clone(), Session { principal, csrf, expires: now + LIFETIME });
+        sessions.insert(id.clone(), Session { principal, csrf, open_incidents: 0, expires: now + LIFETIME });
         Ok(id)
     }
 

@@ -37,10 +37,13 @@ pub fn exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault(backen
     }
     let incidents = rig.dispatcher.store().incidents().unwrap().open_incidents().unwrap();
     assert_eq!(incidents.iter().map(|r| r.id).collect::<Vec<_>>(), vec![id]);
+    let counts = || rig.dispatcher.store().incidents().unwrap().open_incident_counts().unwrap();
+    assert_eq!(counts(), vec![("t".to_owned(), 1)], "counted by topic");
 
     // Retrying the incident re-arms it with a fresh attempt budget.
     assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::Requeued);
     assert!(rig.dispatcher.store().incidents().unwrap().open_incidents().unwrap().is_empty());
+    assert_eq!(counts(), Vec::new(), "a retried incident is no longer counted");
     assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::NotAnIncident);
     let job = rig.fetch_one("t");
     assert_eq!(job.attempt, 1);

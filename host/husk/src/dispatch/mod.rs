@@ -122,6 +122,7 @@ impl Dispatcher {
             taken_at: clock.now(),
             totals: Totals::default(),
             depths: Default::default(),
+            incidents: Default::default(),
             oldest_outcome: None,
         };
         let combiner = Combiner::new(!store.behaviour().commits_in_groups);
@@ -473,6 +474,10 @@ impl Dispatcher {
             taken_at: self.clock.now(),
             totals: self.counters.totals(),
             depths: self.store.depths()?.into_iter().collect(),
+            incidents: match self.store.supports().incidents {
+                Some(incidents) => incidents.open_incident_counts()?.into_iter().collect(),
+                None => Default::default(),
+            },
             oldest_outcome: self.store.outcomes_after(0, 1)?.first().map(|o| o.finished_at),
         });
         self.snapshot.store(snapshot.clone());

@@ -142,6 +142,10 @@ pub struct Snapshot {
     pub totals: Totals,
     /// Live jobs per topic.
     pub depths: BTreeMap<String, Depth>,
+    /// Open incidents per topic (none listed when the store keeps no
+    /// incidents).
+    #[serde(default)]
+    pub incidents: BTreeMap<String, u64>,
     /// When the oldest outcome the store keeps ended (the first in its
     /// log), if any.
     #[serde(with = "optional_millis")]

@@ -187,6 +187,14 @@ pub trait Incidents: Send + Sync {
     /// [`StoreError`] when the store fails.
     fn open_incidents(&self) -> Result<Vec<JobRecord>, StoreError>;
 
+    /// How many open incidents each topic has (topics with none left out):
+    /// a count for dashboards, without reading the incidents.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn open_incident_counts(&self) -> Result<Vec<(String, u64)>, StoreError>;
+
     /// Re-queues an open incident with a fresh attempt budget.
     ///
     /// # Errors

@@ -34,6 +34,8 @@ pub(super) struct TopicRow {
     pub(super) version: Option<String>,
     pub(super) paused: bool,
     pub(super) depth: Depth,
+    /// Open incidents, as last counted.
+    pub(super) incidents: u64,
     pub(super) recent: Summary,
 }
 
@@ -73,7 +75,10 @@ fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                     nav {
                         a href="/ui" { "Overview" }
                         a href="/ui/jobs" { "Jobs" }
-                        a href="/ui/incidents" { "Incidents" }
+                        a href="/ui/incidents" {
+                            "Incidents"
+                            @if session.open_incidents > 0 { " " span.badge #open-incidents { (session.open_incidents) } }
+                        }
                         form.jump method="get" action="/ui/jobs/find" {
                             input type="search" name="id" placeholder="Job id" inputmode="numeric" aria-label="Job id";
                         }
@@ -149,7 +154,7 @@ pub(super) fn overview_tables(overview: &Overview) -> Markup {
         h2 { "Topics" }
         table #topics {
             thead { tr { th { "Topic" } th { "Tenant" } th { "Version" } th { "State" }
-                         th.n { "Queued" } th.n { "Waiting" } th.n { "Running" } } }
+                         th.n { "Queued" } th.n { "Waiting" } th.n { "Running" } th.n { "Incidents" } } }
             tbody {
                 @for topic in &overview.topics {
                     tr data-topic=(topic.name) {
@@ -160,6 +165,11 @@ pub(super) fn overview_tables(overview: &Overview) -> Markup {
                         td.n.queued { (topic.depth.queued) }
                         td.n.gated { (topic.depth.gated) }
                         td.n.running { (topic.depth.running) }
+                        td.n.incidents {
+                            @if topic.incidents > 0 {
+                                a href={ "/ui/incidents?topic=" (urlencode(&topic.name)) } { (topic.incidents) }
+                            } @else { "0" }
+                        }
                     }
                 }
             }

@@ -389,6 +389,15 @@ impl Incidents for MemoryStore {
         Ok(inner.incidents.iter().filter_map(|id| inner.record(*id)).collect())
     }
 
+    fn open_incident_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let inner = self.lock();
+        let mut counts = std::collections::BTreeMap::<String, u64>::new();
+        for record in inner.incidents.iter().filter_map(|id| inner.record(*id)) {
+            *counts.entry(record.topic).or_default() += 1;
+        }
+        Ok(counts.into_iter().collect())
+    }
+
     fn discard_incident(&self, id: JobId) -> Result<DiscardResult, StoreError> {
         let mut inner = self.lock();
         if !inner.incidents.remove(&id) {
