@@ -66,6 +66,19 @@ fn a_discarded_incident_ends_for_good_through_the_api_and_the_cli() {
     assert_eq!(refusal(retried), (409, "not-an-incident".to_owned()), "a discarded incident cannot be retried");
     assert_eq!(incidents(&server), std::slice::from_ref(&second));
     assert_eq!(job_state(&a, &first)["outcome"]["kind"], "failed", "its outcome stays");
+    // It says so: its state, the listing by state, `husk job`.
+    assert_eq!(job_state(&a, &first)["state"], "discarded");
+    let listed = |state: &str| -> Vec<Value> {
+        let page = a.get(&format!("/v1/jobs?state={state}")).unwrap();
+        page["jobs"].as_array().unwrap().iter().map(|j| j["id"].clone()).collect()
+    };
+    assert_eq!((listed("discarded"), listed("failed")), (vec![first.clone()], vec![second.clone()]));
+    let out = Command::new(env!("CARGO_BIN_EXE_husk"))
+        .args(["job", &first.to_string(), "--server", &server.url, "--token", TOKEN_A])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with(&format!("job {first}  topic quote  state discarded")), "{text}");
 
     let out = Command::new(env!("CARGO_BIN_EXE_husk"))
         .args(["discard", &second.to_string(), "--server", &server.url, "--token", TOKEN_A])

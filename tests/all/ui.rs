@@ -266,6 +266,11 @@ fn changes_need_the_sessions_csrf_token_and_a_read_only_session_has_no_buttons()
     assert_eq!((done.status, done.header("location")), (303, Some(format!("/ui/jobs/{failed}").as_str())));
     let incidents = server.client(Some(TOKEN_A)).get("/v1/incidents").unwrap();
     assert!(incidents["incidents"].as_array().unwrap().is_empty(), "discarded");
+    // Its page says so, and offers neither retry nor discard any more.
+    let page = writer.get(&format!("/ui/jobs/{failed}"));
+    assert!(page.body.contains(r#"<dd id="state" class="state discarded">discarded</dd>"#), "{}", page.body);
+    assert!(page.body.contains("its incident discarded"), "{}", page.body);
+    assert!(!page.body.contains("/retry") && !page.body.contains("/discard"), "{}", page.body);
 
     // Cancel a gated job (its retry waits an hour) from its page.
     let client = server.client(Some(TOKEN_A));

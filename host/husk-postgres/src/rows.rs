@@ -47,7 +47,7 @@ pub(crate) fn live_row(row: &Row) -> LiveRow {
     }
 }
 
-pub(crate) fn outcome_row(row: &Row) -> Result<(TerminalOutcome, String, Option<String>), serde_json::Error> {
+pub(crate) fn outcome_row(row: &Row) -> Result<(TerminalOutcome, String, Option<String>, bool), serde_json::Error> {
     let outcome: String = row.get(6);
     Ok((
         TerminalOutcome {
@@ -61,12 +61,13 @@ pub(crate) fn outcome_row(row: &Row) -> Result<(TerminalOutcome, String, Option<
         },
         row.get(7),
         row.get(8),
+        row.get(9),
     ))
 }
 
 pub(crate) fn record_of(row: &Row) -> Result<JobRecord, serde_json::Error> {
-    let (outcome, policy, last_fault) = outcome_row(row)?;
-    record_of_outcome(outcome, &policy, last_fault.as_deref())
+    let (outcome, policy, last_fault, open_incident) = outcome_row(row)?;
+    record_of_outcome(outcome, &policy, last_fault.as_deref(), open_incident)
 }
 
 /// A live, unlocked job to put in the queue or behind its gate.
@@ -342,7 +343,7 @@ pub(crate) fn get_record(tx: &mut Tx<'_>, id: i64, with_attempts: bool) -> Resul
         false => select_outcomes!("WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"),
     };
     let Some(row) = tx.query_opt(ended, &[&id])? else { return Ok(None) };
-    Ok(Some(JobRecord { attempts: attempts(&row, 9)?, ..record_of(&row)? }))
+    Ok(Some(JobRecord { attempts: attempts(&row, 10)?, ..record_of(&row)? }))
 }
 #[cfg(test)]
 mod tests {

@@ -230,7 +230,7 @@ impl JobStore for PostgresStore {
                 select_outcomes!("WHERE seq > $1 AND seq <= $3 ORDER BY seq LIMIT $2"),
                 &[&(after as i64), &(limit as i64), &committed],
             )?;
-            Ok(rows.iter().map(|r| outcome_row(r).map(|(o, _, _)| o)).collect::<Result<_, _>>()?)
+            Ok(rows.iter().map(|r| outcome_row(r).map(|(o, ..)| o)).collect::<Result<_, _>>()?)
         })
     }
 
@@ -290,8 +290,9 @@ impl Queries for PostgresStore {
                      AND ($4::text IS NULL OR outcome::json ->> 'kind' = $4)
                      AND ($5::bigint IS NULL OR enqueued_at >= $5) AND ($6::bigint IS NULL OR enqueued_at < $6)
                      AND ($7::text IS NULL OR strpos(last_fault::json ->> 'code', $7) > 0)
+                     AND ($8::boolean IS NULL OR (outcome::json ->> 'kind' = 'failed' AND NOT open_incident) = $8)
                      ORDER BY job_id DESC LIMIT $2",
-                    &[&filter.topic, &limit, &before, &kind, &after, &until, &code],
+                    &[&filter.topic, &limit, &before, &kind, &after, &until, &code, &filter.discarded],
                 )?;
                 ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
             }

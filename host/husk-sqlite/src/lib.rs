@@ -377,7 +377,7 @@ impl JobStore for SqliteStore {
                 "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE seq > ?1 ORDER BY seq LIMIT (SELECT ?2)"
             ))
             .and_then(|mut s| {
-                s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|(o, _, _)| o))?.collect()
+                s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|(o, ..)| o))?.collect()
             })
         })
     }

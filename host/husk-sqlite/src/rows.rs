@@ -129,7 +129,7 @@ pub(crate) fn reclaim_expired(
     Ok(())
 }
 
-pub(crate) fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(TerminalOutcome, String, Option<String>)> {
+pub(crate) fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(TerminalOutcome, String, Option<String>, bool)> {
     let outcome: String = r.get(6)?;
     Ok((
         TerminalOutcome {
@@ -143,11 +143,12 @@ pub(crate) fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(TerminalOu
         },
         r.get(7)?,
         r.get(8)?,
+        r.get(9)?,
     ))
 }
 
-pub(crate) fn record_of(row: (TerminalOutcome, String, Option<String>)) -> rusqlite::Result<JobRecord> {
-    record_of_outcome(row.0, &row.1, row.2.as_deref()).map_err(json_err)
+pub(crate) fn record_of(row: (TerminalOutcome, String, Option<String>, bool)) -> rusqlite::Result<JobRecord> {
+    record_of_outcome(row.0, &row.1, row.2.as_deref(), row.3).map_err(json_err)
 }
 
 /// A job's record, live or ended; with its attempts when `with_attempts`.

@@ -290,11 +290,14 @@ fn list(conn: &Connection, filter: &ListFilter) -> rusqlite::Result<Vec<JobRecor
              AND (?4 IS NULL OR json_extract(outcome, '$.kind') = ?4)
              AND (?5 IS NULL OR enqueued_at >= ?5) AND (?6 IS NULL OR enqueued_at < ?6)
              AND (?7 IS NULL OR instr(json_extract(last_fault, '$.code'), ?7) > 0)
+             AND (?8 IS NULL OR (json_extract(outcome, '$.kind') = 'failed' AND open_incident = 0) = ?8)
              ORDER BY job_id DESC LIMIT (SELECT ?2)",
         )
         .and_then(|mut s| {
             let kind = filter.outcome.map(|k| k.as_str());
-            s.query_map(params![filter.topic, limit, before, kind, after, until, code], |r| r.get(0))?.collect()
+            let discarded = filter.discarded;
+            s.query_map(params![filter.topic, limit, before, kind, after, until, code, discarded], |r| r.get(0))?
+                .collect()
         })?
     };
     let mut ids: Vec<i64> = live_ids.into_iter().chain(ended_ids).collect();

@@ -165,7 +165,7 @@ struct JobsArgs {
     #[arg(long)]
     topic: Option<String>,
     /// Only this state: queued, scheduled, retrying, running, completed,
-    /// business-error, business-status, failed or cancelled.
+    /// business-error, business-status, failed, discarded or cancelled.
     #[arg(long)]
     state: Option<String>,
     /// Only jobs that ended so: completed, business-error, business-status,

@@ -338,7 +338,7 @@ pub(super) async fn list(
         query.state.as_deref().map(str::parse).transpose().map_err(|e: String| ApiError::bad_request(e))?;
     let outcome: Option<OutcomeKind> =
         query.outcome.as_deref().map(str::parse).transpose().map_err(|e: String| ApiError::bad_request(e))?;
-    let Some((state, retrying, outcome)) = JobStatus::list_filter(status, outcome) else {
+    let Some(by_state) = JobStatus::list_filter(status, outcome) else {
         // A state and an outcome that contradict each other: no job.
         return Ok(Json(JobList { jobs: Vec::new() }));
     };
@@ -348,15 +348,13 @@ pub(super) async fn list(
         None => 100,
     };
     let filter = ListFilter {
-        state,
-        retrying,
-        outcome,
         enqueued_after: time("enqueued_after", &query.enqueued_after)?,
         enqueued_before: time("enqueued_before", &query.enqueued_before)?,
         fault_code: query.fault_code.filter(|code| !code.is_empty()),
         limit: Some(limit),
         before: query.before.map(job_id).transpose()?,
         topic: None,
+        ..by_state
     };
     blocking(move || {
         let jobs = api.list_jobs(topics, filter)?;

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use husk::fault::Fault as StoredFault;
 use husk::outcome::{Outcome as StoredOutcome, OutcomeKind, TerminalOutcome};
 use husk::retry::RetryPolicySpec;
-use husk::store::{AttemptRecord, Depth as StoredDepth, JobRecord, JobState};
+use husk::store::{AttemptRecord, Depth as StoredDepth, JobRecord, JobState, ListFilter};
 use husk::versions::{Origin, VersionInfo};
 
 /// A time as the API writes it: RFC 3339 in UTC, to the millisecond.
@@ -44,13 +44,15 @@ pub enum JobStatus {
     BusinessStatus,
     /// Ended with technical faults past its retry policy: an open incident.
     Failed,
+    /// Failed, and its incident discarded: it ends so, never retried.
+    Discarded,
     /// Cancelled by its owner.
     Cancelled,
 }
 
 impl JobStatus {
     /// Every status, in the order of a job's life.
-    pub const ALL: [JobStatus; 9] = [
+    pub const ALL: [JobStatus; 10] = [
         JobStatus::Queued,
         JobStatus::Scheduled,
         JobStatus::Retrying,
@@ -59,6 +61,7 @@ impl JobStatus {
         JobStatus::BusinessError,
         JobStatus::BusinessStatus,
         JobStatus::Failed,
+        JobStatus::Discarded,
         JobStatus::Cancelled,
     ];
 
@@ -69,6 +72,7 @@ impl JobStatus {
             JobState::Gated if record.attempt > 1 => JobStatus::Retrying,
             JobState::Gated => JobStatus::Scheduled,
             JobState::Running => JobStatus::Running,
+            JobState::Terminal if record.discarded => JobStatus::Discarded,
             JobState::Terminal => match record.outcome.as_ref().map(|o| o.outcome.outcome_kind()) {
                 Some(kind) => Self::ended(kind),
                 // A terminal record has its outcome; if a store lost it, the
@@ -99,40 +103,47 @@ impl JobStatus {
             JobStatus::BusinessError => "business-error",
             JobStatus::BusinessStatus => "business-status",
             JobStatus::Failed => "failed",
+            JobStatus::Discarded => "discarded",
             JobStatus::Cancelled => "cancelled",
         }
     }
 
-    /// What a listing asked for `status` and `outcome` filters on: the
-    /// store's state, whether a waiting job waits to retry, and the outcome
-    /// kind; `None` when the two contradict each other (no job matches).
-    pub(crate) fn list_filter(
-        status: Option<JobStatus>,
-        outcome: Option<OutcomeKind>,
-    ) -> Option<(Option<JobState>, Option<bool>, Option<OutcomeKind>)> {
-        let Some(status) = status else { return Some((None, None, outcome)) };
-        let (state, ended, retrying) = status.filter();
-        match (ended, outcome) {
-            (Some(ended), Some(outcome)) if ended != outcome => None,
-            (Some(_), _) => Some((Some(state), retrying, ended)),
+    /// The store's filter a listing asked for `status` and `outcome`
+    /// makes (its other fields left to the caller); `None` when the two
+    /// contradict each other (no job matches).
+    pub(crate) fn list_filter(status: Option<JobStatus>, outcome: Option<OutcomeKind>) -> Option<ListFilter> {
+        let Some(status) = status else { return Some(ListFilter { outcome, ..ListFilter::default() }) };
+        let (state, ended) = match status {
+            JobStatus::Queued => (JobState::Queued, None),
+            JobStatus::Scheduled | JobStatus::Retrying => (JobState::Gated, None),
+            JobStatus::Running => (JobState::Running, None),
+            JobStatus::Completed => (JobState::Terminal, Some(OutcomeKind::Completed)),
+            JobStatus::BusinessError => (JobState::Terminal, Some(OutcomeKind::BusinessError)),
+            JobStatus::BusinessStatus => (JobState::Terminal, Some(OutcomeKind::BusinessStatus)),
+            JobStatus::Failed | JobStatus::Discarded => (JobState::Terminal, Some(OutcomeKind::Failed)),
+            JobStatus::Cancelled => (JobState::Terminal, Some(OutcomeKind::Cancelled)),
+        };
+        let outcome = match (ended, outcome) {
+            (Some(ended), Some(outcome)) if ended != outcome => return None,
             // A waiting or running job has no outcome.
-            (None, Some(_)) => None,
-            (None, None) => Some((Some(state), retrying, None)),
-        }
-    }
-
-    fn filter(self) -> (JobState, Option<OutcomeKind>, Option<bool>) {
-        match self {
-            JobStatus::Queued => (JobState::Queued, None, None),
-            JobStatus::Scheduled => (JobState::Gated, None, Some(false)),
-            JobStatus::Retrying => (JobState::Gated, None, Some(true)),
-            JobStatus::Running => (JobState::Running, None, None),
-            JobStatus::Completed => (JobState::Terminal, Some(OutcomeKind::Completed), None),
-            JobStatus::BusinessError => (JobState::Terminal, Some(OutcomeKind::BusinessError), None),
-            JobStatus::BusinessStatus => (JobState::Terminal, Some(OutcomeKind::BusinessStatus), None),
-            JobStatus::Failed => (JobState::Terminal, Some(OutcomeKind::Failed), None),
-            JobStatus::Cancelled => (JobState::Terminal, Some(OutcomeKind::Cancelled), None),
-        }
+            (None, Some(_)) => return None,
+            (ended, _) => ended,
+        };
+        Some(ListFilter {
+            state: Some(state),
+            outcome,
+            retrying: match status {
+                JobStatus::Scheduled => Some(false),
+                JobStatus::Retrying => Some(true),
+                _ => None,
+            },
+            discarded: match status {
+                JobStatus::Failed => Some(false),
+                JobStatus::Discarded => Some(true),
+                _ => None,
+            },
+            ..ListFilter::default()
+        })
     }
 }
 

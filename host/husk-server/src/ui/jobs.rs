@@ -79,9 +79,9 @@ impl JobFilter {
             text => Some(text.parse::<OutcomeKind>().map_err(bad)?),
         };
         // A state and an outcome that contradict each other: a page of none.
-        let (state, retrying, outcome, limit) = match JobStatus::list_filter(status, outcome) {
-            Some((state, retrying, outcome)) => (state, retrying, outcome, pages::JOBS_PER_PAGE),
-            None => (None, None, None, 0),
+        let (by_state, limit) = match JobStatus::list_filter(status, outcome) {
+            Some(by_state) => (by_state, pages::JOBS_PER_PAGE),
+            None => (ListFilter::default(), 0),
         };
         let time = |text: &str| match text {
             "" => Ok(None),
@@ -93,14 +93,12 @@ impl JobFilter {
         };
         Ok(ListFilter {
             topic: None,
-            state,
-            retrying,
-            outcome,
             enqueued_after: time(&self.from)?,
             enqueued_before: time(&self.to)?,
             fault_code: Some(self.fault.trim().to_owned()).filter(|code| !code.is_empty()),
             limit: Some(limit),
             before,
+            ..by_state
         })
     }
 }

@@ -132,8 +132,18 @@ pub fn a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident(backend: 
         Some(&input[..]),
         "an open incident keeps it for its retry"
     );
+    assert!(!store.get(id).unwrap().unwrap().discarded, "an open incident");
     assert_eq!(store.incidents().unwrap().discard_incident(id).unwrap(), DiscardResult::Discarded);
     assert_eq!(store.queries().unwrap().input(id).unwrap(), None, "a discarded incident keeps none");
+    assert!(store.get(id).unwrap().unwrap().discarded, "its record says it was discarded");
     let done = run_to_end(store, "t", Outcome::Completed { output: b"1".to_vec() });
     assert_eq!(store.queries().unwrap().input(done).unwrap(), None, "a completed job keeps none");
+    assert!(!store.get(done).unwrap().unwrap().discarded);
+    // Listed by it: the discarded ones alone, or every job but those.
+    let ids = |discarded| {
+        let filter = ListFilter { discarded: Some(discarded), ..ListFilter::default() };
+        store.queries().unwrap().list(&filter).unwrap().into_iter().map(|r| r.id).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(true), vec![id]);
+    assert_eq!(ids(false), vec![done]);
 }

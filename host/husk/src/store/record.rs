@@ -65,6 +65,10 @@ pub struct JobRecord {
     pub cancel_requested: bool,
     /// Its terminal outcome, once ended.
     pub outcome: Option<TerminalOutcome>,
+    /// Whether it failed and its incident was discarded: it ends so for
+    /// good, never retried.
+    #[serde(default)]
+    pub discarded: bool,
     /// Its finished attempts, oldest first, across retried incidents.
     /// Filled by [`JobStore::get`]; [`Queries::list`](crate::store::Queries::list) and
     /// [`Incidents::open_incidents`](crate::store::Incidents::open_incidents) leave it empty.

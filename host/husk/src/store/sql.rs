@@ -183,6 +183,7 @@ impl LiveRow {
             last_fault: self.last_fault.as_deref().map(serde_json::from_str).transpose()?,
             cancel_requested: self.cancel_requested,
             outcome: None,
+            discarded: false,
             attempts: Vec::new(),
         })
     }
@@ -208,7 +209,9 @@ pub fn record_of_outcome(
     outcome: TerminalOutcome,
     policy: &str,
     last_fault: Option<&str>,
+    open_incident: bool,
 ) -> Result<JobRecord, serde_json::Error> {
+    let discarded = matches!(outcome.outcome, crate::outcome::Outcome::Failed { .. }) && !open_incident;
     Ok(JobRecord {
         id: outcome.job_id,
         topic: outcome.topic.clone(),
@@ -221,6 +224,7 @@ pub fn record_of_outcome(
         last_fault: last_fault.map(serde_json::from_str).transpose()?,
         cancel_requested: false,
         outcome: Some(outcome),
+        discarded,
         attempts: Vec::new(),
     })
 }
@@ -248,7 +252,7 @@ pub fn depths_of(rows: Vec<(String, i64, i64)>) -> Vec<(String, super::Depth)> {
 #[macro_export]
 macro_rules! __husk_sql_outcome_columns {
     () => {
-        "seq, job_id, topic, attempts, enqueued_at, finished_at, outcome, policy, last_fault"
+        "seq, job_id, topic, attempts, enqueued_at, finished_at, outcome, policy, last_fault, open_incident"
     };
 }
 pub use crate::__husk_sql_outcome_columns as outcome_columns;

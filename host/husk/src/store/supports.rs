@@ -60,6 +60,9 @@ pub struct ListFilter {
     /// with [`JobState::Gated`], the jobs that wait for a retry or for
     /// their start. Ended jobs never match when it is set.
     pub retrying: Option<bool>,
+    /// Only ended jobs whose failure was discarded (`true`), or every job
+    /// but those (`false`).
+    pub discarded: Option<bool>,
     /// At most this many, newest first (default 100).
     pub limit: Option<usize>,
     /// Only jobs older than this one (ids below it): the next page after a
@@ -85,6 +88,7 @@ impl ListFilter {
         self.topic.as_ref().is_none_or(|t| &record.topic == t)
             && self.state.is_none_or(|s| record.state == s)
             && self.retrying.is_none_or(|r| record.state != JobState::Terminal && (record.attempt > 1) == r)
+            && self.discarded.is_none_or(|d| record.discarded == d)
             && self.outcome.is_none_or(|k| record.outcome.as_ref().is_some_and(|o| o.outcome.outcome_kind() == k))
             && self.enqueued_after.is_none_or(|t| millis(record.enqueued_at) >= millis(t))
             && self.enqueued_before.is_none_or(|t| millis(record.enqueued_at) < millis(t))
@@ -97,7 +101,7 @@ impl ListFilter {
     /// Whether only ended jobs can match (an outcome is asked for, or the
     /// terminal state).
     pub fn ended_only(&self) -> bool {
-        self.outcome.is_some() || self.state == Some(JobState::Terminal)
+        self.outcome.is_some() || self.state == Some(JobState::Terminal) || self.discarded == Some(true)
     }
 
     /// Whether only live jobs can match (a live state is asked for, or

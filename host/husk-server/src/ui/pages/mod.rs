@@ -359,7 +359,7 @@ pub(super) fn job(session: &Session, job: &JobRecord, input: Option<&[u8]>) -> M
     use husk::store::JobState;
     // A failed job is an incident until retried or discarded (the store
     // refuses either once it is not open any more).
-    let incident = job.outcome.as_ref().is_some_and(|o| matches!(o.outcome, Outcome::Failed { .. }));
+    let incident = !job.discarded && job.outcome.as_ref().is_some_and(|o| matches!(o.outcome, Outcome::Failed { .. }));
     let cancellable = matches!(job.state, JobState::Queued | JobState::Gated | JobState::Running);
     layout(
         &format!("Job {}", job.id),
@@ -419,7 +419,8 @@ pub(super) fn job(session: &Session, job: &JobRecord, input: Option<&[u8]>) -> M
             }
             @if let Some(ended) = &job.outcome {
                 h2 { "Outcome" }
-                p #outcome-kind class={ "state " (ended.outcome.kind()) } { (ended.outcome.kind()) " at " (when(ended.finished_at)) " after " (ended.attempts) " attempt(s)" }
+                p #outcome-kind class={ "state " (ended.outcome.kind()) } { (ended.outcome.kind()) " at " (when(ended.finished_at)) " after " (ended.attempts) " attempt(s)"
+                    @if job.discarded { "; its incident discarded: it ends so, never retried" } }
                 @match &ended.outcome {
                     Outcome::Completed { output } => pre.output { (shown(output)) },
                     Outcome::BusinessError { code, message } => p { span.code { (code) } " " (message) },

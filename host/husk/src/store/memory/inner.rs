@@ -26,6 +26,7 @@ impl Live {
             last_fault: self.last_fault.clone(),
             cancel_requested: self.cancel_requested,
             outcome: None,
+            discarded: false,
             attempts: Vec::new(),
         }
     }
@@ -218,6 +219,9 @@ impl Inner {
             Some(incident) => Some(incident.outcome.clone()),
             None => self.log.binary_search_by_key(&ended.seq, |o| o.seq).ok().map(|i| self.log[i].clone()),
         };
+        // A failure without its open incident was discarded.
+        record.discarded = ended.incident.is_none()
+            && record.outcome.as_ref().is_some_and(|o| matches!(o.outcome, crate::outcome::Outcome::Failed { .. }));
         Some(record)
     }
 
