@@ -195,3 +195,20 @@ fn the_demo_ends_every_job_and_its_service_sees_one_key_per_job() {
     let (same, retried) = row("same key each try").split_once('/').map(|(a, b)| (a.to_owned(), b.to_owned())).unwrap();
     assert!(retried.parse::<u32>().unwrap() > 0 && same == retried, "{table}");
 }
+
+#[test]
+fn run_with_mapper_classifies_a_fault_as_a_topic_would() {
+    let (code, report) = run("mapper", r#"{"reason": "insufficient-funds"}"#, &["--mapper", "payment.declined"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["classification"]["kind"], "business-error", "{report}");
+    assert_eq!(report["classification"]["code"], "insufficient-funds", "{report}");
+    let (_, report) = run("mapper", r#"{"status": "on-hold"}"#, &["--mapper", "anything"]);
+    assert_eq!(report["classification"], serde_json::json!({ "kind": "business-status", "value": "on-hold" }));
+    // A mapper past its limits: technical, as on a topic.
+    let (code, report) = run("bad-mapper", "{}", &["--mapper", "sleep"]);
+    assert_eq!((code, report["classification"]["kind"].as_str()), (0, Some("technical")), "{report}");
+    // An operation is no mapper: one line saying so.
+    let out = husk(&["run", guest("transform").to_str().unwrap(), "--input", "{}", "--mapper", "x"]);
+    let err = one_line_error(&out);
+    assert!(err.contains("is not a husk:worker `error-mapper` component"), "{err}");
+}

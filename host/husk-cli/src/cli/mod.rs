@@ -48,10 +48,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run one job on a component and print its outcome as JSON.
+    /// Run one job on a component and print its outcome as JSON; with
+    /// `--mapper CODE`, classify a fault with an error mapper instead.
     ///
-    /// Exit code: 0 completed, 3 guest fault, 4 killed at a limit, 5 trap,
-    /// 1 bad input.
+    /// Exit code: 0 completed (or classified), 3 guest fault, 4 killed at a
+    /// limit, 5 trap, 1 bad input.
     Run(RunArgs),
     /// Precompile a component ahead of time with Cranelift.
     Compile(CompileArgs),
@@ -300,9 +301,15 @@ struct RunArgs {
     /// The component (`.wasm`); a `.cwasm` from `husk compile` only with
     /// `--allow-precompiled`.
     component: PathBuf,
-    /// The job's input: JSON text, or `@path` to read it from a file.
+    /// The job's input: JSON text, or `@path` to read it from a file (with
+    /// `--mapper`, the fault's body).
     #[arg(long, short)]
     input: String,
+    /// The component is an error mapper: classify a fault of this code
+    /// (its body the input), with a mapper's limits (100 ms, 10M fuel,
+    /// 16 MiB), and print the classification.
+    #[arg(long, value_name = "CODE", conflicts_with_all = ["fuel", "attempt", "allow_hosts", "config"])]
+    mapper: Option<String>,
     /// Deadline after which the job is killed (e.g. `500ms`, `2s`).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     timeout: Duration,
@@ -503,6 +510,9 @@ fn demo_store(store: &str) -> anyhow::Result<(std::sync::Arc<dyn JobStore>, Stri
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let input = read_input(&args.input)?;
+    if let Some(code) = &args.mapper {
+        return classify(&args, code, input);
+    }
     let limits = Limits::default().with_deadline(args.timeout).with_fuel(args.fuel).with_memory(args.memory.as_u64());
     let config = EngineConfig::default()
         .with_fuel(args.fuel.is_some())
@@ -522,6 +532,24 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (report, code) = report(&execution, &plugin);
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(ExitCode::from(code))
+}
+
+/// `husk run --mapper CODE`: the fault `CODE` with body `body` through the
+/// error mapper component, as a topic's mapper would classify it (an
+/// error mapper that fails or overruns its limits classifies it technical).
+fn classify(args: &RunArgs, code: &str, body: Vec<u8>) -> anyhow::Result<ExitCode> {
+    let limits = Limits::error_mapper();
+    let config = EngineConfig::default().with_fuel(true).with_max_instances(4).with_cache_dir(args.cache.dir());
+    let sandbox = Sandbox::new(Engine::new(config)?)?;
+    let (bytes, name) = husk::plugin::read(&args.component)?;
+    let plugin = sandbox.load_granted(&bytes, World::ErrorMapper, &name, &Grants::default())?;
+    let digest = plugin.digest().to_owned();
+    let mapper = husk::classify::ErrorMapper::Wasm { sandbox, plugin, limits };
+    let fault = husk::fault::Fault::new(code, body);
+    let classification = mapper.classify(&fault);
+    let report = json!({ "fault": fault, "classification": classification, "plugin": digest });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `husk run`'s component: precompiled code only with `--allow-precompiled`.
