@@ -500,4 +500,18 @@ mod tests {
         assert!(fetch.grants().config.is_some());
         assert!(topics.iter().find(|t| t.name() == "transform").unwrap().grants().http.is_none());
     }
+
+    /// Every commented-out setting of the example config works where it
+    /// sits once uncommented (a top-level key after a `[table]` would land
+    /// in that table and fail).
+    #[test]
+    fn the_repositorys_husk_toml_settings_work_uncommented_where_they_sit() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../husk.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let token = format!("operator_tokens = [\"sha256:{}\"]", "0".repeat(64));
+        let uncommented = text.replace("# operator_tokens = [\"env:HUSK_OPERATOR_TOKEN\"]", &token);
+        assert_ne!(uncommented, text, "the operator_tokens line is in the example");
+        let config = Config::parse(&uncommented).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.operator_tokens.len(), 1);
+    }
 }
