@@ -271,6 +271,16 @@ fn changes_need_the_sessions_csrf_token_and_a_read_only_session_has_no_buttons()
     assert!(page.body.contains(r#"<dd id="state" class="state discarded">discarded</dd>"#), "{}", page.body);
     assert!(page.body.contains("its incident discarded"), "{}", page.body);
     assert!(!page.body.contains("/retry") && !page.body.contains("/discard"), "{}", page.body);
+    // A retry sent anyway (a page left open elsewhere): refused in the
+    // dashboard's frame, with the way back to the job.
+    let late = writer.post(&format!("/ui/jobs/{failed}/retry"), &[("csrf", &csrf)]);
+    assert_eq!(late.status, 409);
+    assert!(late.body.contains("cannot retry it: it is not an open incident"), "{}", late.body);
+    assert!(
+        late.body.contains("Sign out") && late.body.contains(&format!(r#"href="/ui/jobs/{failed}""#)),
+        "{}",
+        late.body
+    );
 
     // Cancel a gated job (its retry waits an hour) from its page.
     let client = server.client(Some(TOKEN_A));

@@ -177,13 +177,24 @@ pub(super) async fn act(
         move || {
             ui.job_of(&session, id)?;
             let host = ui.api.host();
-            let done = match action.as_str() {
-                "cancel" => !matches!(host.cancel(id).map_err(store_failed)?, CancelResult::NotFound),
-                "retry" => host.retry_incident(id).map_err(store_failed)? == RetryIncidentResult::Requeued,
-                "discard" => host.discard_incident(id).map_err(store_failed)? == DiscardResult::Discarded,
+            let (done, why) = match action.as_str() {
+                "cancel" => (!matches!(host.cancel(id).map_err(store_failed)?, CancelResult::NotFound), "it is gone"),
+                "retry" => (
+                    host.retry_incident(id).map_err(store_failed)? == RetryIncidentResult::Requeued,
+                    "it is not an open incident (retried or discarded already?)",
+                ),
+                "discard" => (
+                    host.discard_incident(id).map_err(store_failed)? == DiscardResult::Discarded,
+                    "it is not an open incident (retried or discarded already?)",
+                ),
                 _ => return Err(refusal(StatusCode::NOT_FOUND, &format!("no action `{action}`"))),
             };
-            if done { Ok(()) } else { Err(refusal(StatusCode::CONFLICT, &format!("job {id}: cannot {action} it now"))) }
+            if done {
+                return Ok(());
+            }
+            let text = format!("Job {id}: cannot {action} it: {why}");
+            let back = format!("/ui/jobs/{id}");
+            Err(Refusal::Page(StatusCode::CONFLICT, pages::refused(&session, StatusCode::CONFLICT, &text, &back)))
         }
     })
     .await?;

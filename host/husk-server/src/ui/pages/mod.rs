@@ -117,6 +117,16 @@ pub(super) fn message(status: StatusCode, text: &str) -> Markup {
     )
 }
 
+/// A refused action of a signed-in session: why, in the page's frame (with
+/// the navigation), and the way back to what it acted on.
+pub(super) fn refused(session: &Session, status: StatusCode, text: &str, back: &str) -> Markup {
+    layout(
+        status.canonical_reason().unwrap_or("Error"),
+        Some(session),
+        html! { p.message { (text) } p { a #back href=(back) { "Back" } } },
+    )
+}
+
 /// The sign-in form, with `error` above it.
 pub(super) fn login(error: Option<&str>) -> Markup {
     layout(
