@@ -324,13 +324,7 @@ pub(super) async fn list(
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<JobList>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let topics = match &query.topic {
-        Some(topic) => {
-            api.own_topic(&caller.tenant, topic)?;
-            vec![topic.clone()]
-        }
-        None => api.topics_of(&caller.tenant),
-    };
+    let topics = api.topics_asked(&caller.tenant, query.topic.as_deref())?;
     let time = |name: &str, text: &Option<String>| {
         text.as_deref().map(parse_time).transpose().map_err(|e| ApiError::bad_request(format!("{name}: {e}")))
     };
@@ -389,14 +383,8 @@ pub(super) async fn incidents(
     query: Result<Query<IncidentsQuery>, QueryRejection>,
 ) -> Result<Json<IncidentList>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    if let Some(topic) = &query.topic {
-        api.own_topic(&caller.tenant, topic)?;
-    }
+    let topics = api.topics_asked(&caller.tenant, query.topic.as_deref())?;
     blocking(move || {
-        let topics = match query.topic {
-            Some(topic) => vec![topic],
-            None => api.topics_of(&caller.tenant),
-        };
         let mut incidents = api.host.incidents()?;
         incidents.retain(|job| topics.contains(&job.topic));
         Ok(Json(IncidentList { incidents: incidents.iter().map(Job::from).collect() }))

@@ -121,6 +121,15 @@ impl Api {
         if owner == Some(tenant) { Ok(()) } else { Err(ApiError::unknown_topic(topic)) }
     }
 
+    /// The topics a request of `tenant` asks for: `topic` if it is the
+    /// tenant's, else every topic of the tenant's.
+    fn topics_asked(&self, tenant: &str, topic: Option<&str>) -> Result<Vec<String>, ApiError> {
+        match topic {
+            Some(topic) => self.own_topic(tenant, topic).map(|()| vec![topic.to_owned()]),
+            None => Ok(self.topics_of(tenant)),
+        }
+    }
+
     /// The topics `tenant` owns.
     fn topics_of(&self, tenant: &str) -> Vec<String> {
         self.host.topics().filter(|t| t.tenant() == Some(tenant)).map(|t| t.name().to_owned()).collect()
