@@ -58,9 +58,42 @@ pub(super) fn finish(mut v1: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenA
     doc
 }
 
-/// The API's OpenAPI document, as `/v1/openapi.json` serves it.
+/// The API's OpenAPI document.
 pub fn document() -> utoipa::openapi::OpenApi {
     finish(super::v1().into_openapi())
+}
+
+/// `doc` as JSON, as `/v1/openapi.json` serves it. (utoipa 5.5 writes a
+/// link's `operationId`, `operationRef` and `requestBody` in snake case,
+/// which OpenAPI does not know: they are renamed here.)
+pub(super) fn json(doc: &utoipa::openapi::OpenApi) -> serde_json::Value {
+    let mut json = serde_json::to_value(doc).expect("the document serializes");
+    rename_link_fields(&mut json);
+    json
+}
+
+fn rename_link_fields(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Object(links)) = map.get_mut("links") {
+                for link in links.values_mut().filter_map(Value::as_object_mut) {
+                    for (from, to) in [
+                        ("operation_id", "operationId"),
+                        ("operation_ref", "operationRef"),
+                        ("request_body", "requestBody"),
+                    ] {
+                        if let Some(field) = link.remove(from) {
+                            link.insert(to.to_owned(), field);
+                        }
+                    }
+                }
+            }
+            map.values_mut().for_each(rename_link_fields);
+        }
+        Value::Array(items) => items.iter_mut().for_each(rename_link_fields),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -70,7 +103,7 @@ mod tests {
     use super::document;
 
     fn doc() -> Value {
-        serde_json::to_value(document()).unwrap()
+        super::json(&document())
     }
 
     /// Every `$ref` in `value`.
@@ -120,5 +153,24 @@ mod tests {
             }
         }
         assert_eq!(doc["security"], json!([{ "tenant_token": [] }]));
+    }
+
+    #[test]
+    fn links_name_operations_that_exist_in_openapis_own_words() {
+        let doc = doc();
+        let mut operations = Vec::new();
+        for item in doc["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                operations.push(operation["operationId"].as_str().unwrap().to_owned());
+            }
+        }
+        let enqueue = &doc["paths"]["/v1/topics/{topic}/jobs"]["post"]["responses"]["201"]["links"]["GetJob"];
+        assert_eq!(enqueue["operationId"], "get", "{enqueue}");
+        assert!(enqueue.get("operation_id").is_none(), "{enqueue}");
+        let text = doc.to_string();
+        for (at, _) in text.match_indices("\"operationId\":\"") {
+            let id = text[at + 15..].split('"').next().unwrap();
+            assert!(operations.iter().any(|o| o == id), "a link to `{id}`, no such operation");
+        }
     }
 }

@@ -49,7 +49,10 @@ pub(super) const MAX_BATCH_JOBS: usize = 10_000;
     ),
     request_body(content = serde_json::Value, content_type = "application/json", description = "The job's input."),
     responses(
-        (status = 201, description = "Enqueued.", body = Enqueued),
+        (status = 201, description = "Enqueued.", body = Enqueued, links(
+            ("GetJob" = (operation_id = "get", parameters(("id" = "$response.body#/id")))),
+            ("CancelJob" = (operation_id = "cancel", parameters(("id" = "$response.body#/id")))),
+        )),
         (status = 200, description = "The key named a job enqueued before.", body = Enqueued),
         (status = 400, description = "`malformed-json` or `bad-request` (the key).", body = ApiError),
         (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
@@ -371,7 +374,10 @@ pub(super) struct IncidentsQuery {
     get, path = "/incidents", tag = "incidents",
     params(IncidentsQuery),
     responses(
-        (status = 200, body = IncidentList),
+        (status = 200, body = IncidentList, links(
+            ("RetryIncident" = (operation_id = "retry", parameters(("id" = "$response.body#/incidents/0/id")))),
+            ("DiscardIncident" = (operation_id = "discard", parameters(("id" = "$response.body#/incidents/0/id")))),
+        )),
         (status = 400, description = "`bad-request`: a bad query.", body = ApiError),
         (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
         (status = 500, body = ApiError), (status = 503, body = ApiError),

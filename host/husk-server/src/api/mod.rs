@@ -140,7 +140,7 @@ impl Api {
 /// `/v1` (with `/v1/openapi.json`), `/healthz` and `/metrics`.
 pub fn routes(api: Arc<Api>) -> Router {
     let (v1, doc) = v1().split_for_parts();
-    let doc = contract::finish(doc);
+    let doc = contract::json(&contract::finish(doc));
     let doc = Arc::new(serde_json::to_string_pretty(&doc).expect("the document serializes"));
     let v1 = v1
         .route(

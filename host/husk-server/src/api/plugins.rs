@@ -139,7 +139,13 @@ pub(super) async fn rollback(
 #[utoipa::path(
     get, path = "/topics", tag = "topics",
     responses(
-        (status = 200, body = TopicList),
+        (status = 200, body = TopicList, links(
+            ("Enqueue" = (operation_id = "enqueue", parameters(("topic" = "$response.body#/topics/0/topic")))),
+            ("Versions" = (operation_id = "versions", parameters(("topic" = "$response.body#/topics/0/topic")))),
+            ("Rollback" = (operation_id = "rollback", parameters(("topic" = "$response.body#/topics/0/topic")))),
+            ("Pause" = (operation_id = "pause", parameters(("topic" = "$response.body#/topics/0/topic")))),
+            ("Resume" = (operation_id = "resume", parameters(("topic" = "$response.body#/topics/0/topic")))),
+        )),
         (status = 401, body = ApiError), (status = 500, body = ApiError), (status = 503, body = ApiError),
     ),
 )]
