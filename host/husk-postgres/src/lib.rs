@@ -46,6 +46,7 @@ mod report;
 mod rows;
 mod sequence;
 mod store;
+mod supports;
 mod vacuum;
 
 use std::time::{Duration, SystemTime};

@@ -459,44 +459,6 @@ impl Dispatcher {
         RunningGuard { running: &self.running, job, token }
     }
 
-    /// The last published snapshot: lock-free, never waits on the store.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.snapshot.load_full()
-    }
-
-    /// Publishes a fresh snapshot (the host calls this periodically).
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`] when the store fails.
-    pub fn publish_snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
-        let snapshot = Arc::new(Snapshot {
-            taken_at: self.clock.now(),
-            totals: self.counters.totals(),
-            depths: self.store.depths()?.into_iter().collect(),
-            incidents: match self.store.supports().incidents {
-                Some(incidents) => incidents.open_incident_counts()?.into_iter().collect(),
-                None => Default::default(),
-            },
-            oldest_outcome: self.store.outcomes_after(0, 1)?.first().map(|o| o.finished_at),
-        });
-        self.snapshot.store(snapshot.clone());
-        Ok(snapshot)
-    }
-
-    /// Jobs this dispatcher has enqueued so far. A job is counted once it is
-    /// stored, and a snapshot reads this count before the store's depths, so
-    /// a snapshot whose `totals.enqueued` is at least the count read after
-    /// a job's enqueue has that job in its depths.
-    pub fn enqueued(&self) -> u64 {
-        self.counters.enqueued_so_far()
-    }
-
-    /// Totals, read from the counters directly.
-    pub fn totals(&self) -> Totals {
-        self.counters.totals()
-    }
-
     /// Stops every fetch: waiting fetchers return at once.
     pub fn shut_down(&self) {
         self.shut_down.store(true, Ordering::Release);
