@@ -465,6 +465,9 @@ fn a_job_is_told_in_one_vocabulary_and_listed_by_it() {
     }
     let retrying = job_state(&q, &waiting);
     humantime::parse_rfc3339(retrying["not_before"].as_str().unwrap()).unwrap();
+    // A live job's input is in its answer; a completed job's is not kept.
+    assert_eq!(retrying["input"], json!({ "succeed_on_attempt": 9 }), "{retrying}");
+    assert!(job.get("input").is_none(), "{job}");
     assert_eq!(retrying["retry_policy"]["kind"], "fixed", "{retrying}");
 
     let ids = |client: &husk_cli::client::Client, query: &str| -> Vec<Value> {

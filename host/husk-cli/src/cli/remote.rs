@@ -179,6 +179,9 @@ pub(super) fn job(args: &IdArgs) -> anyhow::Result<ExitCode> {
         if !attempts.is_empty() {
             out += &table(&["ATTEMPT", "VERSION", "FAULT"], &attempts);
         }
+        if let Some(input) = job.get("input") {
+            out += &format!("input: {input}\n");
+        }
         let outcome = &job["outcome"];
         if !outcome.is_null() {
             out += &format!("outcome: {} at {}\n", outcome_summary(outcome), text(&outcome["finished_at"]));

@@ -23,7 +23,7 @@ use super::model::{
 use super::{Api, ApiError, Caller, ErrorKind, blocking, read_body};
 use husk::Enqueue;
 use husk::outcome::OutcomeKind;
-use husk::store::{self, DiscardResult, JobId, JobRecord, ListFilter, RetryIncidentResult};
+use husk::store::{self, DiscardResult, JobId, JobRecord, ListFilter, RetryIncidentResult, StoreError};
 
 /// The header carrying an idempotency key.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -230,8 +230,18 @@ pub(super) async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<Job>, ApiError> {
     let id = parse_id(&id)?;
-    let record = blocking(move || own_job(&api, &caller.tenant, id)).await?;
-    Ok(Json(Job::from(&record)))
+    let (record, input) = blocking(move || {
+        let record = own_job(&api, &caller.tenant, id)?;
+        let input = match api.host.input(id) {
+            Ok(input) => input,
+            // A store without queries keeps no input to show.
+            Err(StoreError::Unsupported { .. }) => None,
+            Err(error) => return Err(error.into()),
+        };
+        Ok((record, input))
+    })
+    .await?;
+    Ok(Json(Job { input: input.as_deref().map(husk::wire::body_value), ..Job::from(&record) }))
 }
 
 /// Cancels a job: a waiting one ends `cancelled`; a running one is

@@ -364,6 +364,10 @@ pub struct Job {
     pub outcome: Option<Outcome>,
     /// Its finished attempts, oldest first (in a listing: empty).
     pub attempts: Vec<Attempt>,
+    /// Its input, in the job's own answer while the store keeps it (while
+    /// the job is live, or an open incident); absent in listings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
 }
 
 impl From<&JobRecord> for Job {
@@ -381,6 +385,7 @@ impl From<&JobRecord> for Job {
             cancel_requested: r.cancel_requested,
             outcome: r.outcome.as_ref().map(Outcome::from),
             attempts: r.attempts.iter().map(Attempt::from).collect(),
+            input: None,
         }
     }
 }
