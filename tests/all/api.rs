@@ -183,6 +183,12 @@ fn every_bad_request_gets_its_status_and_error_and_changes_nothing() {
         ),
         ("a page of no jobs", a.get("/v1/jobs?limit=0"), 400, "bad-request"),
         ("an outcome cursor past the head", a.get("/v1/outcomes?after=1000000&wait=0s"), 409, "cursor-ahead"),
+        (
+            "an outcome cursor past any store's",
+            a.get("/v1/outcomes?after=9223372036854775808&wait=0s"),
+            409,
+            "cursor-ahead",
+        ),
     ];
     for (what, result, status, kind) in cases {
         assert_eq!(refusal(result), (status, kind.to_owned()), "{what}");

@@ -141,12 +141,10 @@ impl Api {
 pub fn routes(api: Arc<Api>) -> Router {
     let (v1, doc) = v1().split_for_parts();
     let doc = contract::json(&contract::finish(doc));
-    let doc = Arc::new(serde_json::to_string_pretty(&doc).expect("the document serializes"));
+    // Serialized once; each answer shares the bytes.
+    let doc = axum::body::Bytes::from(serde_json::to_string_pretty(&doc).expect("the document serializes"));
     let v1 = v1
-        .route(
-            "/openapi.json",
-            get(move || async move { ([(header::CONTENT_TYPE, "application/json")], doc.to_string()) }),
-        )
+        .route("/openapi.json", get(move || async move { ([(header::CONTENT_TYPE, "application/json")], doc) }))
         .fallback(|| async { ApiError::new(ErrorKind::NotFound, "no such endpoint") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(ErrorKind::MethodNotAllowed, "the endpoint does not take this method (see /v1/openapi.json)")

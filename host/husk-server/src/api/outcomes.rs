@@ -133,11 +133,10 @@ pub(super) async fn long_poll(
     let topics = api.topics_of(&caller.tenant);
     let deadline = tokio::time::Instant::now() + wait;
     let mut cursor = query.after.unwrap_or(0);
-    // Outcomes after the cursor may have been pruned, or the cursor was
-    // never handed out (a typo, another store's): say so, never skip
-    // outcomes silently.
+    // Outcomes after the cursor may have been pruned: say so, never skip
+    // them silently.
     let host = api.host.clone();
-    let (pruned_through, head) = blocking(move || Ok((host.pruned_through()?, host.outcome_head()?))).await?;
+    let pruned_through = blocking(move || Ok(host.pruned_through()?)).await?;
     if cursor < pruned_through {
         let message = format!(
             "outcomes after cursor {cursor} were pruned (kept as long as the retention says); \
@@ -145,11 +144,12 @@ pub(super) async fn long_poll(
         );
         return Err(ApiError { oldest_cursor: Some(pruned_through), ..ApiError::new(ErrorKind::CursorGone, message) });
     }
-    let head = head.max(pruned_through);
-    if cursor > head {
-        let message = format!("cursor {cursor} is past the stream's head, {head}: it was never handed out here");
-        return Err(ApiError { head_cursor: Some(head), ..ApiError::new(ErrorKind::CursorAhead, message) });
+    // Past what a store's cursor can be: never handed out, and not a value
+    // to read the store with.
+    if cursor > i64::MAX as u64 {
+        return Err(cursor_ahead(cursor, head(&api, pruned_through).await?));
     }
+    let mut first = true;
     loop {
         let notified = api.feed.notify.notified();
         tokio::pin!(notified);
@@ -159,6 +159,15 @@ pub(super) async fn long_poll(
         let host = api.host.clone();
         let after = cursor;
         let batch = blocking(move || Ok(host.outcomes_after(after, limit)?)).await?;
+        // Nothing after the cursor asked for: it may be one never handed
+        // out (a typo, another store's), which is refused, not waited on.
+        // (Outcomes after it prove it is not: the head is read only here.)
+        if std::mem::take(&mut first) && batch.is_empty() {
+            let head = head(&api, pruned_through).await?;
+            if cursor > head {
+                return Err(cursor_ahead(cursor, head));
+            }
+        }
         if let Some(last) = batch.last() {
             cursor = last.seq;
         }
@@ -173,4 +182,17 @@ pub(super) async fn long_poll(
             () = api.feed.closed() => {}
         }
     }
+}
+
+/// The stream's head: the largest cursor it can hand out now (at least
+/// what was pruned through).
+async fn head(api: &Arc<Api>, pruned_through: u64) -> Result<u64, ApiError> {
+    let host = api.host.clone();
+    Ok(blocking(move || Ok(host.outcome_head()?)).await?.max(pruned_through))
+}
+
+/// The refusal of a cursor past the stream's `head`.
+fn cursor_ahead(cursor: u64, head: u64) -> ApiError {
+    let message = format!("cursor {cursor} is past the stream's head, {head}: it was never handed out here");
+    ApiError { head_cursor: Some(head), ..ApiError::new(ErrorKind::CursorAhead, message) }
 }
