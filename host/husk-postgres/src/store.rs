@@ -5,7 +5,7 @@ use std::sync::Weak;
 use std::time::{Duration, SystemTime};
 
 use husk::outcome::{Outcome, TerminalOutcome};
-use husk::store::sql::{Expired, LiveRow, QUEUED, RUNNING, depths_of, millis};
+use husk::store::sql::{Expired, LiveRow, QUEUED, RUNNING, continued_policy, depths_of, millis};
 use husk::store::{Behaviour, Incidents, PermitLease, Queries, Shared, Supports};
 use husk::store::{
     CancelResult, Capped, Depth, DiscardResult, Enqueued, FetchRequest, Fetched, JobId, JobRecord, JobState, JobStore,
@@ -319,7 +319,7 @@ impl Incidents for PostgresStore {
         self.run("retry incident", |tx| {
             let id = id.0 as i64;
             let incident = tx.query_opt(
-                "SELECT seq, generation FROM husk_outcomes WHERE job_id = $1 AND open_incident FOR UPDATE",
+                "SELECT seq, generation, attempts, policy FROM husk_outcomes WHERE job_id = $1 AND open_incident FOR UPDATE",
                 &[&id],
             )?;
             let Some(incident) = incident else {
@@ -332,13 +332,14 @@ impl Incidents for PostgresStore {
                     .get(0);
                 return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
             };
-            let (seq, generation): (i64, i32) = (incident.get(0), incident.get(1));
+            let (seq, generation, made): (i64, i32, i64) = (incident.get(0), incident.get(1), incident.get(2));
+            let policy = continued_policy(incident.get(3), made)?;
             tx.execute(
                 "INSERT INTO husk_jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at,
                                         history)
-                 SELECT job_id, $2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at, history
+                 SELECT job_id, $2 + 1, topic, input, $3, $4::bigint + 1, 0, last_fault, enqueued_at, history
                  FROM husk_outcomes WHERE seq = $1",
-                &[&seq, &generation],
+                &[&seq, &generation, &policy, &made],
             )?;
             tx.execute("UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE seq = $1", &[&seq])?;
             tx.wake_fetchers();

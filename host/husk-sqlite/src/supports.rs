@@ -3,7 +3,7 @@
 
 use crate::rows::{get_record, outcome_row, record_of};
 use husk::store::sql::{
-    GATED, OUTCOME_COLUMNS, QUEUED, RUNNING, millis, prune_candidates, prune_cutoffs, stored_version,
+    GATED, OUTCOME_COLUMNS, QUEUED, RUNNING, continued_policy, millis, prune_candidates, prune_cutoffs, stored_version,
 };
 use husk::store::{
     DiscardResult, JobId, JobRecord, JobState, ListFilter, Pruned, Retention, RetryIncidentResult, StoreError,
@@ -37,14 +37,14 @@ impl Incidents for SqliteStore {
     fn retry_incident(&self, id: JobId, _now: SystemTime) -> Result<RetryIncidentResult, StoreError> {
         self.write(move |tx| {
             let id = id.0 as i64;
-            let incident: Option<(i64, i64)> = tx
+            let incident: Option<(i64, i64, i64, String)> = tx
                 .query_row(
-                    "SELECT seq, generation FROM outcomes WHERE job_id = ?1 AND open_incident = 1",
+                    "SELECT seq, generation, attempts, policy FROM outcomes WHERE job_id = ?1 AND open_incident = 1",
                     [id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
                 )
                 .optional()?;
-            let Some((seq, generation)) = incident else {
+            let Some((seq, generation, made, policy)) = incident else {
                 let known: bool = tx.query_row(
                     "SELECT EXISTS (SELECT 1 FROM outcomes WHERE job_id = ?1) OR EXISTS (SELECT 1 FROM jobs WHERE id = ?1)",
                     [id],
@@ -54,9 +54,9 @@ impl Incidents for SqliteStore {
             };
             tx.execute(
                 "INSERT INTO jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at, history)
-                 SELECT job_id, ?2 + 1, topic, input, policy, 1, 0, last_fault, enqueued_at, history
+                 SELECT job_id, ?2 + 1, topic, input, ?3, ?4 + 1, 0, last_fault, enqueued_at, history
                  FROM outcomes WHERE seq = ?1",
-                params![seq, generation],
+                params![seq, generation, continued_policy(&policy, made).map_err(crate::rows::json_err)?, made],
             )?;
             tx.execute("UPDATE outcomes SET open_incident = 0, input = NULL WHERE seq = ?1", [seq])?;
             Ok(RetryIncidentResult::Requeued)

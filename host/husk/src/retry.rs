@@ -142,6 +142,21 @@ impl RetryPolicySpec {
             Self::Fixed { max_attempts, .. } | Self::Exponential { max_attempts, .. } => max_attempts.max(1),
         }
     }
+
+    /// The policy of a retried incident whose job made `made` attempts: a
+    /// fresh budget of as many attempts again, numbered on from `made + 1`
+    /// (an exponential backoff goes on growing from there, up to its max).
+    pub fn continued(self, made: u32) -> Self {
+        match self {
+            Self::None => Self::None,
+            Self::Fixed { max_attempts, delay } => {
+                Self::Fixed { max_attempts: max_attempts.max(1).saturating_add(made), delay }
+            }
+            Self::Exponential { max_attempts, base, max, jitter } => {
+                Self::Exponential { max_attempts: max_attempts.max(1).saturating_add(made), base, max, jitter }
+            }
+        }
+    }
 }
 
 impl RetryPolicy for RetryPolicySpec {

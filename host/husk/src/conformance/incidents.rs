@@ -40,14 +40,28 @@ pub fn exhaustion_is_a_failed_incident_with_topic_attempts_and_last_fault(backen
     let counts = || rig.dispatcher.store().incidents().unwrap().open_incident_counts().unwrap();
     assert_eq!(counts(), vec![("t".to_owned(), 1)], "counted by topic");
 
-    // Retrying the incident re-arms it with a fresh attempt budget.
+    // Retrying the incident re-arms it with a fresh attempt budget, its
+    // attempts numbered on.
     assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::Requeued);
     assert!(rig.dispatcher.store().incidents().unwrap().open_incidents().unwrap().is_empty());
     assert_eq!(counts(), Vec::new(), "a retried incident is no longer counted");
     assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::NotAnIncident);
+    for attempt in 4..=5 {
+        let job = rig.fetch_one("t");
+        assert_eq!(job.attempt, attempt, "numbered on across the retry");
+        assert_eq!(rig.fail(&job, "boom"), Reported::ReArmed, "a fresh budget of 3 attempts");
+        rig.clock.advance(Duration::from_secs(1));
+    }
     let job = rig.fetch_one("t");
-    assert_eq!(job.attempt, 1);
-    assert_eq!(rig.fail(&job, "boom"), Reported::ReArmed, "a fresh budget of 3 attempts");
+    assert_eq!(job.attempt, 6);
+    rig.fail(&job, "boom");
+    let record = rig.get(id);
+    match record.outcome.map(|o| o.outcome) {
+        Some(Outcome::Failed { attempts, .. }) => assert_eq!(attempts, 6, "every attempt counted"),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    assert_eq!(record.attempt, 6);
+    assert_eq!(record.attempts.iter().map(|a| a.attempt).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
 }
 
 /// Conformance check: lock expiries are attempts without a version and a retried incident continues its history.
@@ -74,12 +88,12 @@ pub fn lock_expiries_are_attempts_without_a_version_and_a_retried_incident_conti
 
     assert_eq!(rig.dispatcher.retry_incident(id).unwrap(), RetryIncidentResult::Requeued);
     assert_eq!(history(&rig, id).len(), 2, "kept when the incident is retried");
-    for attempt in 1..=2 {
+    for attempt in 3..=4 {
         let job = rig.fetch_one("t");
         assert_eq!(job.attempt, attempt);
         rig.dispatcher.report(&job, Ending::Fault(Fault::new("boom", "")), Some("v2")).unwrap();
     }
     assert_eq!(rig.dispatcher.store().incidents().unwrap().open_incidents().unwrap().len(), 1, "failed again");
     let boom = |attempt| (attempt, version("v2"), Some("boom".to_owned()));
-    assert_eq!(history(&rig, id), vec![expired, incident, boom(1), boom(2)]);
+    assert_eq!(history(&rig, id), vec![expired, incident, boom(3), boom(4)]);
 }

@@ -37,6 +37,13 @@ pub fn history_of(json: &str) -> Result<Vec<AttemptRecord>, serde_json::Error> {
     serde_json::from_str(json)
 }
 
+/// The stored policy (JSON) of a retried incident whose job made `made`
+/// attempts (see [`RetryPolicySpec::continued`](crate::retry::RetryPolicySpec::continued)).
+pub fn continued_policy(json: &str, made: i64) -> Result<String, serde_json::Error> {
+    let policy: crate::retry::RetryPolicySpec = serde_json::from_str(json)?;
+    Ok(to_json(&policy.continued(made.clamp(0, u32::MAX as i64) as u32)))
+}
+
 /// Milliseconds since the epoch, as stored.
 pub fn millis(time: SystemTime) -> i64 {
     to_millis(time) as i64

@@ -199,7 +199,8 @@ pub trait Incidents: Send + Sync {
     /// [`StoreError`] when the store fails.
     fn open_incident_counts(&self) -> Result<Vec<(String, u64)>, StoreError>;
 
-    /// Re-queues an open incident with a fresh attempt budget.
+    /// Re-queues an open incident with a fresh attempt budget, its attempts
+    /// numbered on ([`RetryPolicySpec::continued`](crate::retry::RetryPolicySpec::continued)).
     ///
     /// # Errors
     ///

@@ -369,8 +369,8 @@ impl Incidents for MemoryStore {
             Live {
                 topic: record.topic,
                 input: incident.input,
-                policy: record.policy,
-                attempt: 1,
+                policy: record.policy.continued(record.attempt),
+                attempt: record.attempt + 1,
                 enqueued_at: record.enqueued_at,
                 state: JobState::Terminal,
                 not_before: None,
