@@ -341,9 +341,13 @@ fn a_version_is_deployed_by_upload_and_rolled_back_and_a_topic_paused() {
         let row = format!("#versions tr[data-version='{first}'] button[value='rollback']");
         browser.find(Locator::Css(&row)).await.unwrap().click().await.unwrap();
         eventually("the first version current again", || async {
-            text(&browser, &format!("#versions tr[data-version='{first}'] td:last-child")).await == "current"
+            text(&browser, &format!("#versions tr[data-version='{first}'] td:last-child")).await.starts_with("current")
         })
         .await;
+        let note = text(&browser, &format!("#versions tr[data-version='{first}'] td:last-child")).await;
+        assert!(note.starts_with("current (rolled back ") && note.ends_with(" by a)"), "{note}");
+        let newest = text(&browser, "#versions tbody tr:first-child td:last-child").await;
+        assert_eq!(newest, "Make current", "the upload stays first: a rollback keeps the deploy order");
         let current = server.client(Some(TOKEN_A)).get("/v1/topics").unwrap();
         let quote = current["topics"].as_array().unwrap().iter().find(|t| t["topic"] == "a-quote").unwrap().clone();
         assert_eq!(quote["version"], first.as_str(), "the API agrees");

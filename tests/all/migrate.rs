@@ -7,7 +7,11 @@ use std::time::{Duration, SystemTime};
 use husk::outcome::Outcome;
 use husk::retry::RetryPolicySpec;
 use husk::store::sql::SCHEMA_VERSION;
-use husk::store::{AttemptRun, Enqueued, FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported};
+use husk::store::{
+    AttemptRun, Enqueued, FetchRequest, JobId, JobState, JobStore, NewJob, Report, Reported, StoredVersion,
+    VersionToKeep,
+};
+use husk::versions::{Origin, Stamp};
 use husk_sqlite::{Durability, SqliteStore};
 
 const SQLITE_1: &str = include_str!("schema/sqlite-1.sql");
@@ -37,6 +41,20 @@ const ENDED: JobId = JobId(2);
 fn check_upgraded(store: &dyn JobStore) {
     assert!(store.pauses().unwrap().set_paused("p", true).unwrap());
     assert_eq!(store.pauses().unwrap().paused().unwrap(), ["p"]);
+    let versions = store.versions().unwrap();
+    for (digest, secs) in [("v1", 1), ("v2", 2)] {
+        let stamp = Stamp { origin: Origin::Deploy, by: None, at: now() + Duration::from_secs(secs) };
+        let version = StoredVersion { digest: digest.into(), stamp };
+        let put = VersionToKeep { topic: "t", version: &version, component: b"c", config: false, keep: 4 };
+        versions.put_version(&put).unwrap();
+    }
+    let back = StoredVersion {
+        digest: "v1".into(),
+        stamp: Stamp { origin: Origin::Rollback, by: Some("a".into()), at: now() },
+    };
+    assert!(versions.set_current_version("t", &back).unwrap());
+    let pointer = versions.current_version("t").unwrap().unwrap();
+    assert_eq!((pointer.current.as_str(), pointer.rolled_back.and_then(|r| r.by).as_deref()), ("v1", Some("a")));
     let queued = store.get(QUEUED).unwrap().expect("the queued job is kept");
     assert_eq!((queued.state, queued.attempt, queued.attempts.len()), (JobState::Queued, 1, 0));
     let ended = store.get(ENDED).unwrap().expect("the ended job is kept");
@@ -82,8 +100,8 @@ fn check_upgraded(store: &dyn JobStore) {
 fn sqlite_a_schema_1_file_is_upgraded_in_place_keeping_its_jobs() {
     // Schema 1 is upgraded through every later migration (2: histories and
     // keys; 3: paused topics; 4: the outcome sequence; 5: PostgreSQL's
-    // enqueue function), so this covers them all.
-    assert_eq!(SCHEMA_VERSION, 5, "a new schema: check what it adds in `check_upgraded`");
+    // enqueue function; 6: who rolled back), so this covers them all.
+    assert_eq!(SCHEMA_VERSION, 6, "a new schema: check what it adds in `check_upgraded`");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("husk.db");
     {

@@ -127,7 +127,13 @@ fn an_invalid_version_is_refused_and_rollback_restores_the_previous_one() {
     assert_eq!((versions.len(), versions[0].version.clone(), versions[0].current), (1, v1.clone(), true));
     let v2 = host.deploy("quote", &PluginSource::Path(guest("quote-v2")), Origin::Deploy).unwrap().version;
     assert_ne!(v2, v1);
-    assert_eq!(host.rollback("quote", None).unwrap().version, v1);
+    let back = host.rollback("quote", None).unwrap();
+    assert_eq!((back.version.clone(), back.origin), (v1.clone(), Origin::Config), "its own origin kept");
+    assert!(back.rolled_back.is_some());
+    assert!(host.rollback("quote", None).is_err(), "nothing deployed before v1: a second rollback does not go forward");
+    let listed: Vec<(String, bool)> =
+        host.versions("quote").unwrap().into_iter().map(|v| (v.version, v.current)).collect();
+    assert_eq!(listed, [(v2.clone(), false), (v1.clone(), true)], "the deploy order stays");
     assert_eq!(host.rollback("quote", Some(&v2[..12])).unwrap().version, v2);
     assert!(host.rollback("quote", Some("ffff")).is_err());
     assert!(host.deploy("nope", &garbage, Origin::Deploy).is_err());

@@ -81,14 +81,25 @@ fn a_deploy_survives_a_restart_and_a_changed_config_file_is_an_explicit_deploy()
     );
     assert!(server.log().contains("starting on the store's current plugin version"), "{}", server.log());
 
-    // A rollback is kept too.
+    // A rollback is kept too; it moves the current pointer only, and a
+    // second one has nowhere further back to go.
     let rolled = server.client(Some(TOKEN_A)).post("/v1/topics/quote/rollback", None, &[]).unwrap();
     assert_eq!(rolled["version"], json!(v1));
+    let again = server.client(Some(TOKEN_A)).post("/v1/topics/quote/rollback", None, &[]).unwrap_err();
+    assert!(again.to_string().contains("no-rollback"), "{again}");
     let (status, dir) = server.terminate();
     assert!(status.success());
     let server = Server::process_in(dir, &config(sqlite, "quote-v1"), &[]);
     assert_eq!(running_version(&server), json!(v1));
-    assert_eq!(kept(&server)[0]["origin"], "rollback");
+    let versions = kept(&server);
+    let summary = |v: &Value| (v["version"].clone(), v["origin"].clone(), v["current"].clone());
+    assert_eq!(
+        versions.iter().map(summary).collect::<Vec<_>>(),
+        [(json!(v2), json!("deploy"), json!(false)), (json!(v1), json!("config"), json!(true))],
+        "the deploy order and each version's own origin stay"
+    );
+    assert_eq!(versions[1]["rolled_back_by"], "a");
+    assert!(versions[1]["rolled_back_at"].is_string(), "{versions:?}");
 
     // The config file now names another component: deployed at start, and
     // the log says so.
@@ -137,6 +148,8 @@ fn three_processes_on_postgres_follow_a_deploy_and_a_rollback_made_through_one()
         server.wait_until("the process follows the rollback", |s| running_version(s) == json!(v1));
     }
     eprintln!("every process rolled back within {:?}", started.elapsed());
-    assert_eq!(kept(&servers[1])[0]["origin"], "rollback");
+    let versions = kept(&servers[1]);
+    assert_eq!((versions[0]["version"].clone(), versions[0]["current"].clone()), (json!(v2), json!(false)));
+    assert_eq!((versions[1]["current"].clone(), versions[1]["rolled_back_by"].clone()), (json!(true), json!("a")));
     assert_eq!(quote_version(&servers[1]), "v1");
 }

@@ -209,6 +209,11 @@ BEGIN
 END
 $$;
 "#,
+    // 6: a rollback moves a topic's current pointer only, and says who
+    // made it and when; the order of deploys stays.
+    r#"
+ALTER TABLE husk_topic_versions ADD COLUMN rolled_back_by TEXT, ADD COLUMN rolled_back_at BIGINT;
+"#,
 ];
 
 /// Key of the advisory lock that serializes migrations of concurrent starts.

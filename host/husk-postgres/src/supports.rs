@@ -3,13 +3,14 @@
 
 use std::time::SystemTime;
 
-use husk::store::sql::{millis, prune_candidates, prune_cutoffs, stored_version};
+use husk::store::sql::{millis, prune_candidates, prune_cutoffs, stored_version, time};
 use husk::store::{
     Pauses, Pruned, Pruning, Retention, StoreError, StoredVersion, TopicVersion, VersionToKeep, Versions,
 };
 
 use crate::PostgresStore;
 use crate::pool::PgError;
+use husk::versions::Rollback;
 
 impl Pauses for PostgresStore {
     fn set_paused(&self, topic: &str, paused: bool) -> Result<bool, StoreError> {
@@ -78,7 +79,7 @@ impl Versions for PostgresStore {
                      VALUES ($1, $2, CASE WHEN $3 THEN $2 END, 1)
                      ON CONFLICT (topic) DO UPDATE SET current = excluded.current,
                          config = coalesce(excluded.config, husk_topic_versions.config),
-                         seq = husk_topic_versions.seq + 1
+                         seq = husk_topic_versions.seq + 1, rolled_back_by = NULL, rolled_back_at = NULL
                      RETURNING seq",
                     &[&topic, &version.digest, &config],
                 )?
@@ -104,27 +105,26 @@ impl Versions for PostgresStore {
     fn set_current_version(&self, topic: &str, version: &StoredVersion) -> Result<bool, StoreError> {
         self.run("roll back a plugin version", |tx| {
             let stamp = &version.stamp;
-            let seq = tx.query_opt("SELECT seq + 1 FROM husk_topic_versions WHERE topic = $1 FOR UPDATE", &[&topic])?;
-            let Some(seq) = seq.map(|r| r.get::<_, i64>(0)) else { return Ok(false) };
             let updated = tx.execute(
-                "UPDATE husk_plugin_versions SET origin = $3, deployed_by = $4, deployed_at = $5, seq = $6
-                 WHERE topic = $1 AND digest = $2",
-                &[&topic, &version.digest, &stamp.origin.as_str(), &stamp.by, &millis(stamp.at), &seq],
+                "UPDATE husk_topic_versions SET current = $2, rolled_back_by = $3, rolled_back_at = $4
+                 WHERE topic = $1 AND EXISTS (SELECT 1 FROM husk_plugin_versions WHERE topic = $1 AND digest = $2)",
+                &[&topic, &version.digest, &stamp.by, &millis(stamp.at)],
             )?;
-            if updated == 1 {
-                tx.execute(
-                    "UPDATE husk_topic_versions SET current = $2, seq = $3 WHERE topic = $1",
-                    &[&topic, &version.digest, &seq],
-                )?;
-            }
             Ok(updated == 1)
         })
     }
 
     fn current_versions(&self) -> Result<Vec<TopicVersion>, StoreError> {
         self.run("current plugin versions", |tx| {
-            let rows = tx.query("SELECT topic, current, config FROM husk_topic_versions ORDER BY topic", &[])?;
-            Ok(rows.iter().map(|r| TopicVersion { topic: r.get(0), current: r.get(1), config: r.get(2) }).collect())
+            let rows = tx.query(
+                "SELECT topic, current, config, rolled_back_by, rolled_back_at FROM husk_topic_versions ORDER BY topic",
+                &[],
+            )?;
+            let pointer = |r: &postgres::Row| {
+                let rolled_back = r.get::<_, Option<i64>>(4).map(|at| Rollback { by: r.get(3), at: time(at) });
+                TopicVersion { topic: r.get(0), current: r.get(1), config: r.get(2), rolled_back }
+            };
+            Ok(rows.iter().map(pointer).collect())
         })
     }
 

@@ -85,4 +85,10 @@ UPDATE meta SET value = value WHERE 0;
     r#"
 UPDATE meta SET value = value WHERE 0;
 "#,
+    // 6: a rollback moves a topic's current pointer only, and says who
+    // made it and when; the order of deploys stays.
+    r#"
+ALTER TABLE topic_versions ADD COLUMN rolled_back_by TEXT;
+ALTER TABLE topic_versions ADD COLUMN rolled_back_at INTEGER;
+"#,
 ];

@@ -4,12 +4,14 @@
 use crate::rows::{get_record, outcome_row, record_of};
 use husk::store::sql::{
     GATED, OUTCOME_COLUMNS, QUEUED, RUNNING, continued_policy, millis, prune_candidates, prune_cutoffs, stored_version,
+    time,
 };
 use husk::store::{
     DiscardResult, JobId, JobRecord, JobState, ListFilter, Pruned, Retention, RetryIncidentResult, StoreError,
     StoredVersion, TopicVersion,
 };
 use husk::store::{Incidents, Pauses, Pruning, Queries, VersionToKeep, Versions};
+use husk::versions::Rollback;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::time::SystemTime;
 
@@ -175,7 +177,8 @@ impl Versions for SqliteStore {
                     "INSERT INTO topic_versions (topic, current, config, seq)
                      VALUES (?1, ?2, CASE WHEN ?3 THEN ?2 END, 1)
                      ON CONFLICT (topic) DO UPDATE SET current = excluded.current,
-                         config = coalesce(excluded.config, topic_versions.config), seq = topic_versions.seq + 1
+                         config = coalesce(excluded.config, topic_versions.config), seq = topic_versions.seq + 1,
+                         rolled_back_by = NULL, rolled_back_at = NULL
                      RETURNING seq",
                 )?
                 .query_row(params![topic, version.digest, config], |r| r.get(0))?;
@@ -202,24 +205,26 @@ impl Versions for SqliteStore {
             let stamp = &version.stamp;
             let updated = tx
                 .prepare_cached(
-                    "UPDATE plugin_versions SET origin = ?3, deployed_by = ?4, deployed_at = ?5,
-                         seq = (SELECT seq + 1 FROM topic_versions WHERE topic = ?1)
-                     WHERE topic = ?1 AND digest = ?2",
+                    "UPDATE topic_versions SET current = ?2, rolled_back_by = ?3, rolled_back_at = ?4
+                     WHERE topic = ?1 AND EXISTS (SELECT 1 FROM plugin_versions WHERE topic = ?1 AND digest = ?2)",
                 )?
-                .execute(params![topic, version.digest, stamp.origin.as_str(), stamp.by, millis(stamp.at)])?;
-            if updated == 1 {
-                tx.prepare_cached("UPDATE topic_versions SET current = ?2, seq = seq + 1 WHERE topic = ?1")?
-                    .execute(params![topic, version.digest])?;
-            }
+                .execute(params![topic, version.digest, stamp.by, millis(stamp.at)])?;
             Ok(updated == 1)
         })
     }
 
     fn current_versions(&self) -> Result<Vec<TopicVersion>, StoreError> {
         self.read("current plugin versions", move |conn| {
-            conn.prepare_cached("SELECT topic, current, config FROM topic_versions ORDER BY topic").and_then(|mut s| {
-                s.query_map([], |r| Ok(TopicVersion { topic: r.get(0)?, current: r.get(1)?, config: r.get(2)? }))?
-                    .collect()
+            conn.prepare_cached(
+                "SELECT topic, current, config, rolled_back_by, rolled_back_at FROM topic_versions ORDER BY topic",
+            )
+            .and_then(|mut s| {
+                s.query_map([], |r| {
+                    let (by, at): (Option<String>, Option<i64>) = (r.get(3)?, r.get(4)?);
+                    let rolled_back = at.map(|at| Rollback { by, at: time(at) });
+                    Ok(TopicVersion { topic: r.get(0)?, current: r.get(1)?, config: r.get(2)?, rolled_back })
+                })?
+                .collect()
             })
         })
     }

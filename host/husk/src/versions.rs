@@ -22,7 +22,9 @@ pub enum Origin {
     Deploy,
     /// `husk serve --watch` saw the plugin file change.
     Watch,
-    /// A rollback made it current again.
+    /// A rollback made it current again: the origin of a rollback's
+    /// [`Stamp`]. A version's own origin is this only when an older husk,
+    /// whose rollbacks re-stamped the version, recorded it.
     Rollback,
 }
 
@@ -49,17 +51,32 @@ pub struct VersionInfo {
     /// The component's SHA-256 (hex): the version's identity, recorded on
     /// every attempt it runs.
     pub version: String,
-    /// When it last became current.
+    /// When it was deployed (last, if deployed again).
     #[serde(with = "crate::wire::epoch_millis")]
     pub deployed_at: SystemTime,
-    /// How it last became current.
+    /// How it was deployed.
     pub origin: Origin,
-    /// Who made it current: the tenant of an API deploy or rollback;
-    /// absent for the config file and `--watch`.
+    /// Who deployed it: the tenant of an API deploy; absent for the config
+    /// file and `--watch`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployed_by: Option<String>,
     /// Whether new fetches run on it.
     pub current: bool,
+    /// On the current version, when a rollback made it current: who and
+    /// when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rolled_back: Option<Rollback>,
+}
+
+/// A rollback that made a version current again: who and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rollback {
+    /// Who rolled back (a tenant), if anyone in particular.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// When.
+    #[serde(with = "crate::wire::epoch_millis")]
+    pub at: SystemTime,
 }
 
 #[derive(Debug)]
@@ -87,6 +104,7 @@ impl Entry {
             origin: self.stamp.origin,
             deployed_by: self.stamp.by.clone(),
             current,
+            rolled_back: None,
         }
     }
 }
@@ -95,8 +113,12 @@ impl Entry {
 /// with the swap of the running handler, so the two never disagree.
 #[derive(Debug)]
 pub struct VersionLog {
-    /// Loaded versions, oldest first; the last is current.
+    /// Loaded versions in the order they were deployed, oldest first.
     entries: Vec<Entry>,
+    /// The current one's index in `entries`.
+    current: usize,
+    /// The rollback that made the current one current, if one did.
+    rolled_back: Option<Rollback>,
 }
 
 impl VersionLog {
@@ -108,12 +130,14 @@ impl VersionLog {
     /// A log whose current version is `plugin`, made current as `stamp`
     /// says (say, a version deployed before a restart).
     pub fn starting(plugin: Plugin, stamp: Stamp) -> Self {
-        Self { entries: vec![Entry { plugin, stamp }] }
+        let mut log = Self { entries: Vec::new(), current: 0, rolled_back: None };
+        log.push(plugin, stamp);
+        log
     }
 
     /// The current version.
     pub fn current(&self) -> &Plugin {
-        &self.entries.last().expect("a version log is never empty").plugin
+        &self.entries[self.current].plugin
     }
 
     /// The loaded version whose digest is `digest`.
@@ -121,37 +145,63 @@ impl VersionLog {
         self.entries.iter().find(|e| e.plugin.digest() == digest).map(|e| e.plugin.clone())
     }
 
-    /// Makes `plugin` current. Deploying a version already loaded moves it
-    /// to the front; past [`KEPT_VERSIONS`] the oldest is dropped.
+    /// Makes `plugin` current as `stamp` says. A deploy (any origin but
+    /// [`Origin::Rollback`]) makes it the newest, moved there if it was
+    /// loaded already; past [`KEPT_VERSIONS`] the oldest is dropped. A
+    /// rollback moves the current pointer only, and a second one goes
+    /// further back.
     pub fn push(&mut self, plugin: Plugin, stamp: Stamp) {
-        // The same version again: moved to the front, not kept twice.
+        if stamp.origin == Origin::Rollback
+            && let Some(at) = self.entries.iter().position(|e| e.plugin.digest() == plugin.digest())
+        {
+            self.current = at;
+            self.rolled_back = Some(Rollback { by: stamp.by, at: stamp.at });
+            return;
+        }
         self.entries.retain(|e| e.plugin.digest() != plugin.digest());
         self.entries.push(Entry { plugin, stamp });
+        self.current = self.entries.len() - 1;
+        self.rolled_back = None;
         if self.entries.len() > KEPT_VERSIONS {
             self.entries.remove(0);
+            self.current -= 1;
         }
     }
 
-    /// The version to roll back to: `to` if given (it must be loaded and
-    /// not current), else the one current before the current one. `None`
-    /// when there is none.
+    /// Marks the current version rolled back to, as `rolled_back` says
+    /// (a rollback another process made, followed here).
+    pub fn set_rolled_back(&mut self, rolled_back: Option<Rollback>) {
+        self.rolled_back = rolled_back;
+    }
+
+    /// The version to roll back to: `to` if given (a loaded version other
+    /// than the current one), else the one deployed before the current
+    /// one. `None` when there is none.
     pub fn rollback_target(&self, to: Option<&str>) -> Option<Plugin> {
-        let before_current = &self.entries[..self.entries.len() - 1];
-        match to {
-            Some(version) => before_current.iter().rev().find(|e| e.plugin.digest().starts_with(version)),
-            None => before_current.last(),
-        }
-        .map(|e| e.plugin.clone())
+        let found = match to {
+            Some(version) => self
+                .entries
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(i, e)| *i != self.current && e.plugin.digest().starts_with(version)),
+            None => self.entries[..self.current].iter().enumerate().next_back(),
+        };
+        found.map(|(_, e)| e.plugin.clone())
     }
 
-    /// Every loaded version, newest (the current one) first.
+    /// Every loaded version, the newest deploy first.
     pub fn list(&self) -> Vec<VersionInfo> {
-        let last = self.entries.len() - 1;
-        self.entries.iter().enumerate().rev().map(|(i, e)| e.info(i == last)).collect()
+        let mut list: Vec<VersionInfo> =
+            self.entries.iter().enumerate().rev().map(|(i, e)| e.info(i == self.current)).collect();
+        if let Some(current) = list.iter_mut().find(|v| v.current) {
+            current.rolled_back = self.rolled_back.clone();
+        }
+        list
     }
 
     /// The current version.
     pub fn current_info(&self) -> VersionInfo {
-        self.entries.last().expect("a version log is never empty").info(true)
+        VersionInfo { rolled_back: self.rolled_back.clone(), ..self.entries[self.current].info(true) }
     }
 }

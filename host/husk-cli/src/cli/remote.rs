@@ -228,8 +228,16 @@ fn version_rows(topic: &str, versions: &Value) -> Vec<Vec<String>> {
         .into_iter()
         .flatten()
         .map(|v| {
-            let current = if v["current"] == Value::Bool(true) { "*" } else { "" };
-            vec![topic.to_owned(), short(&v["version"]), text(&v["origin"]), current.to_owned()]
+            let current = match (v["current"] == Value::Bool(true), v["rolled_back_at"].as_str()) {
+                (false, _) => String::new(),
+                (true, None) => "*".to_owned(),
+                (true, Some(at)) => match v["rolled_back_by"].as_str() {
+                    Some(by) => format!("* rolled back {at} by {by}"),
+                    None => format!("* rolled back {at}"),
+                },
+            };
+            let by = v["deployed_by"].as_str().unwrap_or("-").to_owned();
+            vec![topic.to_owned(), short(&v["version"]), text(&v["deployed_at"]), text(&v["origin"]), by, current]
         })
         .collect()
 }
@@ -253,7 +261,7 @@ pub(super) fn plugins(args: &PluginsArgs) -> anyhow::Result<ExitCode> {
     print(&args.remote, &value, |_| {
         let rows: Vec<Vec<String>> =
             listed.iter().flat_map(|(topic, versions)| version_rows(topic, versions)).collect();
-        table(&["TOPIC", "VERSION", "ORIGIN", "CURRENT"], &rows)
+        table(&["TOPIC", "VERSION", "DEPLOYED", "ORIGIN", "BY", "CURRENT"], &rows)
     })
 }
 

@@ -4,15 +4,15 @@
 use std::time::Duration;
 
 use crate::store::{JobStore, StoreError, StoredVersion, TopicVersion, VersionToKeep};
-use crate::versions::{Origin, Stamp};
+use crate::versions::{Origin, Rollback, Stamp};
 
 use super::Backend;
 use super::queue::now;
 
 /// Conformance check: plugin versions are kept with their components, the
-/// current pointer moves on a deploy and on a rollback, the config file's
-/// digest is remembered, and only the `keep` most recently current
-/// versions are kept.
+/// current pointer moves on a deploy and on a rollback (which keeps the
+/// deploy order), the config file's digest is remembered, and only the
+/// `keep` most recently deployed versions are kept.
 pub fn plugin_versions_are_kept_made_current_and_pruned(backend: &dyn Backend) {
     let fresh = backend.fresh();
     let store = fresh.store();
@@ -27,6 +27,7 @@ pub fn plugin_versions_are_kept_made_current_and_pruned(backend: &dyn Backend) {
         topic: "t".into(),
         current: current.into(),
         config: Some(config.into()),
+        rolled_back: None,
     };
     assert!(store.versions().unwrap().current_versions().unwrap().is_empty());
     put(store, "t", &version("v1", Origin::Config, None, 1), b"one", true).unwrap();
@@ -49,11 +50,23 @@ pub fn plugin_versions_are_kept_made_current_and_pruned(backend: &dyn Backend) {
     assert_eq!(store.versions().unwrap().version_component("t", "v1").unwrap(), None);
     assert_eq!(store.versions().unwrap().version_component("t", "v2").unwrap().as_deref(), Some(&b"two"[..]));
 
-    let back = version("v2", Origin::Rollback, Some("tenant-a"), 5);
+    // A rollback moves the pointer only: the deploy order and each
+    // version's own stamp stay, so a second rollback goes further back.
+    let back = version("v3", Origin::Rollback, Some("tenant-a"), 5);
     assert!(store.versions().unwrap().set_current_version("t", &back).unwrap());
-    assert_eq!(store.versions().unwrap().current_versions().unwrap(), [pointer("v2", "v1")]);
-    assert_eq!(digests(store), ["v2", "v4", "v3"]);
-    assert_eq!(store.versions().unwrap().kept_versions("t").unwrap()[0].stamp.origin, Origin::Rollback);
+    let rolled_back = |current: &str, by: Option<&str>, secs| TopicVersion {
+        rolled_back: Some(Rollback { by: by.map(str::to_owned), at: now() + Duration::from_secs(secs) }),
+        ..pointer(current, "v1")
+    };
+    assert_eq!(store.versions().unwrap().current_versions().unwrap(), [rolled_back("v3", Some("tenant-a"), 5)]);
+    assert_eq!(store.versions().unwrap().current_version("t").unwrap(), Some(rolled_back("v3", Some("tenant-a"), 5)));
+    assert_eq!(store.versions().unwrap().current_version("u").unwrap(), None);
+    assert_eq!(digests(store), ["v4", "v3", "v2"]);
+    assert_eq!(store.versions().unwrap().kept_versions("t").unwrap()[1].stamp.origin, Origin::Watch);
+    assert!(store.versions().unwrap().set_current_version("t", &version("v2", Origin::Rollback, None, 6)).unwrap());
+    assert_eq!(store.versions().unwrap().current_versions().unwrap(), [rolled_back("v2", None, 6)]);
+    assert_eq!(digests(store), ["v4", "v3", "v2"]);
+    assert_eq!(store.versions().unwrap().kept_versions("t").unwrap()[2], v2, "origin, deployer and time kept");
     assert!(
         !store.versions().unwrap().set_current_version("t", &version("v1", Origin::Rollback, None, 6)).unwrap(),
         "not kept"
@@ -63,14 +76,15 @@ pub fn plugin_versions_are_kept_made_current_and_pruned(backend: &dyn Backend) {
         "no such topic"
     );
 
-    // The same version deployed again keeps its component, moves to the front.
+    // The same version deployed again keeps its component, moves to the
+    // front, and is not rolled back to any more.
     put(store, "t", &version("v3", Origin::Config, None, 7), b"three", true).unwrap();
     assert_eq!(store.versions().unwrap().current_versions().unwrap(), [pointer("v3", "v3")]);
-    assert_eq!(digests(store), ["v3", "v2", "v4"]);
+    assert_eq!(digests(store), ["v3", "v4", "v2"]);
     assert_eq!(store.versions().unwrap().version_component("t", "v3").unwrap().as_deref(), Some(&b"three"[..]));
     put(store, "u", &version("w1", Origin::Config, None, 8), &[0, 255], true).unwrap();
     assert_eq!(store.versions().unwrap().current_versions().unwrap().len(), 2);
-    assert_eq!(digests(store), ["v3", "v2", "v4"], "another topic's versions are its own");
+    assert_eq!(digests(store), ["v3", "v4", "v2"], "another topic's versions are its own");
     assert_eq!(store.versions().unwrap().version_component("u", "w1").unwrap().as_deref(), Some(&[0, 255][..]));
 }
 

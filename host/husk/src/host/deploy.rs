@@ -123,9 +123,10 @@ impl Host {
     }
 
     /// Makes the version deployed before the current one current again, or
-    /// the kept version `to` (a digest or a prefix of one). Versions kept in
-    /// the store count, also those this process never loaded (they are
-    /// compiled first).
+    /// the kept version `to` (a digest or a prefix of one). A rollback does
+    /// not change the order of deploys: a second one goes further back.
+    /// Versions kept in the store count, also those this process never
+    /// loaded (they are compiled first).
     ///
     /// # Errors
     ///
@@ -142,9 +143,9 @@ impl Host {
     pub fn rollback_by(&self, topic: &str, to: Option<&str>, by: Option<&str>) -> Result<VersionInfo, DeployError> {
         let swappable = self.swappable(topic)?;
         let store = kept_in(self.dispatcher.store().as_ref(), &swappable.topic);
-        let kept = match store {
-            Some(store) => store.kept_versions(topic)?,
-            None => Vec::new(),
+        let (kept, pointer) = match store {
+            Some(store) => (store.kept_versions(topic)?, store.current_version(topic)?),
+            None => (Vec::new(), None),
         };
         let no_rollback = || {
             let reason = match to {
@@ -158,11 +159,12 @@ impl Host {
             let plugin = log.rollback_target(to).ok_or_else(no_rollback)?;
             (plugin.digest().to_owned(), Some(plugin))
         } else {
-            // The store's order: the current one first.
-            let earlier = &kept[1..];
+            // The store's order: the newest deploy first.
+            let current = pointer.map(|p| p.current);
+            let is_current = |digest: &str| current.as_deref() == Some(digest);
             let target = match to {
-                Some(version) => earlier.iter().find(|v| v.digest.starts_with(version)),
-                None => earlier.first(),
+                Some(version) => kept.iter().find(|v| !is_current(&v.digest) && v.digest.starts_with(version)),
+                None => kept.iter().skip_while(|v| !is_current(&v.digest)).nth(1),
             };
             let digest = target.ok_or_else(no_rollback)?.digest.clone();
             let plugin = log.find(&digest);
@@ -205,14 +207,19 @@ impl Host {
         if let Some(store) = kept_in(self.dispatcher.store().as_ref(), &swappable.topic) {
             let kept = store.kept_versions(topic)?;
             if !kept.is_empty() {
-                let info = |(i, v): (usize, StoredVersion)| VersionInfo {
-                    version: v.digest,
-                    deployed_at: v.stamp.at,
-                    origin: v.stamp.origin,
-                    deployed_by: v.stamp.by,
-                    current: i == 0,
+                let pointer = store.current_version(topic)?;
+                let info = |v: StoredVersion| {
+                    let current = pointer.as_ref().filter(|p| p.current == v.digest);
+                    VersionInfo {
+                        version: v.digest,
+                        deployed_at: v.stamp.at,
+                        origin: v.stamp.origin,
+                        deployed_by: v.stamp.by,
+                        current: current.is_some(),
+                        rolled_back: current.and_then(|p| p.rolled_back.clone()),
+                    }
                 };
-                return Ok(kept.into_iter().enumerate().map(info).collect());
+                return Ok(kept.into_iter().map(info).collect());
             }
         }
         Ok(swappable.log.lock().list())

@@ -188,16 +188,23 @@ impl Follower {
         };
         for pointer in pointers {
             let Some(topic) = self.topics.iter().find(|t| t.topic.name == pointer.topic) else { continue };
-            if topic.log.lock().current().digest() == pointer.current {
-                continue;
+            {
+                let mut log = topic.log.lock();
+                if log.current().digest() == pointer.current {
+                    // The same version, maybe rolled back to since (by
+                    // another process, or by this one from an older one).
+                    log.set_rolled_back(pointer.rolled_back);
+                    continue;
+                }
             }
-            if let Err(error) = self.follow(topic, &pointer.current) {
+            if let Err(error) = self.follow(topic, &pointer) {
                 tracing::warn!(topic = %pointer.topic, version = %pointer.current, %error, "following a plugin version failed");
             }
         }
     }
 
-    fn follow(&self, topic: &Swappable, digest: &str) -> Result<(), String> {
+    fn follow(&self, topic: &Swappable, pointer: &TopicVersion) -> Result<(), String> {
+        let digest = pointer.current.as_str();
         let store = self.dispatcher.store().versions().map_err(|e| e.to_string())?;
         let loaded = topic.log.lock().find(digest);
         let plugin = match loaded {
@@ -211,13 +218,16 @@ impl Follower {
                 load(&self.sandbox, &topic.topic, component, name).map_err(|e| e.to_string())?
             }
         };
-        let stamp = store
-            .kept_versions(&topic.topic.name)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .find(|v| v.digest == digest)
-            .map(|v| v.stamp)
-            .ok_or("it is no longer kept")?;
+        let stamp = match &pointer.rolled_back {
+            Some(rollback) => Stamp { origin: Origin::Rollback, by: rollback.by.clone(), at: rollback.at },
+            None => store
+                .kept_versions(&topic.topic.name)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .find(|v| v.digest == digest)
+                .map(|v| v.stamp)
+                .ok_or("it is no longer kept")?,
+        };
         let mut log = topic.log.lock();
         // Still not current here, and still current in the store (a deploy
         // of this process may have come in between).

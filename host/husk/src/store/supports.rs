@@ -11,7 +11,7 @@ use super::JobStore;
 use super::{Enqueued, JobId, JobRecord, JobState, NewJob, Pruned, Retention, StoreError};
 use crate::outcome::OutcomeKind;
 use crate::store::DiscardResult;
-use crate::versions::Stamp;
+use crate::versions::{Rollback, Stamp};
 
 /// A tenant's `max_queued`, as [`Shared::enqueue_capped`] checks it.
 #[derive(Debug, Clone, Copy)]
@@ -132,6 +132,9 @@ pub struct TopicVersion {
     /// recorded it: a config file that changed since is deployed at start,
     /// one that did not leaves the current version alone.
     pub config: Option<String>,
+    /// Who rolled back to the current version, and when; `None` when it
+    /// became current by a deploy.
+    pub rolled_back: Option<Rollback>,
 }
 
 /// What a store shared by several processes tells the dispatcher of this
@@ -278,10 +281,11 @@ pub struct VersionToKeep<'a> {
 /// reach every process sharing the store. Without it, a deployed version
 /// lasts until the process ends.
 pub trait Versions: Send + Sync {
-    /// Keeps `put.version` of `put.topic` and makes it the topic's current
-    /// version, in one transaction, keeping at most `put.keep` versions of
-    /// the topic (the current one always) and dropping the components of
-    /// those that were current longest ago.
+    /// Keeps `put.version` of `put.topic` as its newest deploy and makes it
+    /// the topic's current version, in one transaction, keeping at most
+    /// `put.keep` versions of the topic (the current one always) and
+    /// dropping the components of those deployed longest ago. A version
+    /// already kept is deployed again: it becomes the newest.
     ///
     /// # Errors
     ///
@@ -289,7 +293,9 @@ pub trait Versions: Send + Sync {
     fn put_version(&self, put: &VersionToKeep<'_>) -> Result<(), StoreError>;
 
     /// Makes the kept version `version.digest` of `topic` current again (a
-    /// rollback), stamped with `version.stamp`; `false` when it is not kept.
+    /// rollback by `version.stamp.by` at `version.stamp.at`); `false` when
+    /// it is not kept. The order of deploys and each version's own stamp do
+    /// not change: a second rollback goes further back.
     ///
     /// # Errors
     ///
@@ -303,8 +309,18 @@ pub trait Versions: Send + Sync {
     /// [`StoreError`] when the store fails.
     fn current_versions(&self) -> Result<Vec<TopicVersion>, StoreError>;
 
-    /// The kept versions of `topic`, the current one first, then the others
-    /// by when they were last current, most recent first.
+    /// `topic`'s current version; `None` before its first deploy.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store fails.
+    fn current_version(&self, topic: &str) -> Result<Option<TopicVersion>, StoreError> {
+        Ok(self.current_versions()?.into_iter().find(|p| p.topic == topic))
+    }
+
+    /// The kept versions of `topic` in the order they were deployed, the
+    /// newest first, each with the stamp of its deploy. After a rollback
+    /// the current one ([`Versions::current_versions`]) is not the first.
     ///
     /// # Errors
     ///

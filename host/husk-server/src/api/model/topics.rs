@@ -57,7 +57,8 @@ pub enum VersionOrigin {
     Deploy,
     /// `husk serve --watch` saw its file change.
     Watch,
-    /// A rollback.
+    /// A rollback (recorded so only by husk before schema 6, whose
+    /// rollbacks re-stamped the version).
     Rollback,
 }
 
@@ -66,17 +67,24 @@ pub enum VersionOrigin {
 pub struct Version {
     /// The component's SHA-256 (hex).
     pub version: String,
-    /// When it last became current.
+    /// When it was deployed (last, if deployed again).
     #[schema(value_type = String, format = DateTime)]
     pub deployed_at: String,
-    /// How it last became current.
+    /// How it was deployed.
     pub origin: VersionOrigin,
-    /// The tenant who made it current (absent for the config file and
+    /// The tenant who deployed it (absent for the config file and
     /// `--watch`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployed_by: Option<String>,
     /// Whether new jobs run on it.
     pub current: bool,
+    /// On the current version, when a rollback made it current.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub rolled_back_at: Option<String>,
+    /// The tenant who rolled back to it, when a tenant did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rolled_back_by: Option<String>,
 }
 
 impl From<VersionInfo> for Version {
@@ -93,6 +101,8 @@ impl From<VersionInfo> for Version {
             origin,
             deployed_by: v.deployed_by,
             current: v.current,
+            rolled_back_at: v.rolled_back.as_ref().map(|r| time(r.at)),
+            rolled_back_by: v.rolled_back.and_then(|r| r.by),
         }
     }
 }

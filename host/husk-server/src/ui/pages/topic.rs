@@ -111,6 +111,7 @@ pub(in crate::ui) fn topic(
             }
             h2 { "Versions" }
             table #versions {
+                caption { "Newest deploy first. A rollback makes an earlier version current; the order stays." }
                 thead { tr { th { "Version" } th { "Origin" } th { "Deployed" } th { "By" } th { "" } } }
                 tbody {
                     @for version in versions {
@@ -120,7 +121,14 @@ pub(in crate::ui) fn topic(
                             td { (when(version.deployed_at)) }
                             td { (version.deployed_by.as_deref().unwrap_or("—")) }
                             td {
-                                @if version.current { strong { "current" } }
+                                @if version.current {
+                                    strong { "current" }
+                                    @if let Some(rollback) = &version.rolled_back {
+                                        " (rolled back " (when(rollback.at))
+                                        @if let Some(by) = &rollback.by { " by " (by) }
+                                        ")"
+                                    }
+                                }
                                 @else if can {
                                     form method="post" action={ (base) "/rollback" } {
                                         input type="hidden" name="csrf" value=(session.csrf);

@@ -27,6 +27,7 @@ use super::{Behaviour, Incidents, Pauses, Pruning, Queries, Supports, VersionToK
 use crate::fault::Fault;
 use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::RetryPolicySpec;
+use crate::versions::Rollback;
 
 /// Terminal outcomes kept by default (for `get` and the outcome log).
 /// Open incidents are kept regardless.
@@ -76,7 +77,8 @@ struct Inner {
 struct TopicVersions {
     current: String,
     config: Option<String>,
-    /// Least recently current first; the current one last.
+    rolled_back: Option<Rollback>,
+    /// Deployed longest ago first.
     kept: Vec<(StoredVersion, Arc<[u8]>)>,
 }
 
@@ -461,11 +463,13 @@ impl Versions for MemoryStore {
         let versions = inner.versions.entry(topic.to_owned()).or_insert_with(|| TopicVersions {
             current: version.digest.clone(),
             config: None,
+            rolled_back: None,
             kept: Vec::new(),
         });
         versions.kept.retain(|(v, _)| v.digest != version.digest);
         versions.kept.push((version.clone(), component.into()));
         versions.current = version.digest.clone();
+        versions.rolled_back = None;
         if config {
             versions.config = Some(version.digest.clone());
         }
@@ -477,10 +481,11 @@ impl Versions for MemoryStore {
     fn set_current_version(&self, topic: &str, version: &StoredVersion) -> Result<bool, StoreError> {
         let mut inner = self.lock();
         let Some(versions) = inner.versions.get_mut(topic) else { return Ok(false) };
-        let Some(at) = versions.kept.iter().position(|(v, _)| v.digest == version.digest) else { return Ok(false) };
-        let (_, component) = versions.kept.remove(at);
-        versions.kept.push((version.clone(), component));
+        if !versions.kept.iter().any(|(v, _)| v.digest == version.digest) {
+            return Ok(false);
+        }
         versions.current = version.digest.clone();
+        versions.rolled_back = Some(Rollback { by: version.stamp.by.clone(), at: version.stamp.at });
         Ok(true)
     }
 
@@ -493,6 +498,7 @@ impl Versions for MemoryStore {
                 topic: topic.clone(),
                 current: v.current.clone(),
                 config: v.config.clone(),
+                rolled_back: v.rolled_back.clone(),
             })
             .collect();
         all.sort_by(|a, b| a.topic.cmp(&b.topic));
