@@ -451,11 +451,13 @@ fn the_published_contract_names_every_route_and_each_takes_a_tenants_token() {
 
 #[test]
 fn a_job_is_told_in_one_vocabulary_and_listed_by_it() {
-    let server = Server::start(&config());
-    let (a, q) = (server.client(Some(TOKEN_A)), server.client(Some(TOKEN_Q)));
+    let server = Server::start(&format!("{}\n[retention]\ndrop_inputs = [\"b-flaky\"]\n", config()));
+    let (a, b, q) = (server.client(Some(TOKEN_A)), server.client(Some(TOKEN_B)), server.client(Some(TOKEN_Q)));
     let done = enqueue(&a, "a-quote", &json!({ "amount": 1, "currency": "EUR" })).unwrap()["id"].clone();
     let waiting = enqueue(&q, "q-flaky", &json!({ "succeed_on_attempt": 9 })).unwrap()["id"].clone();
+    let dropped = enqueue(&b, "b-flaky", &json!({ "succeed_on_attempt": 1 })).unwrap()["id"].clone();
     server.wait_until("a's job ends", |_| ended(&job_state(&a, &done)));
+    server.wait_until("b's job ends", |_| ended(&job_state(&b, &dropped)));
     server.wait_until("q's job waits for its retry", |_| job_state(&q, &waiting)["state"] == "retrying");
 
     let job = job_state(&a, &done);
@@ -471,9 +473,13 @@ fn a_job_is_told_in_one_vocabulary_and_listed_by_it() {
     }
     let retrying = job_state(&q, &waiting);
     humantime::parse_rfc3339(retrying["not_before"].as_str().unwrap()).unwrap();
-    // A live job's input is in its answer; a completed job's is not kept.
+    // A job's input is in its answer, live or ended, unless its topic
+    // drops inputs when its jobs end.
     assert_eq!(retrying["input"], json!({ "succeed_on_attempt": 9 }), "{retrying}");
-    assert!(job.get("input").is_none(), "{job}");
+    assert_eq!(job["input"], json!({ "amount": 1, "currency": "EUR" }), "{job}");
+    let dropped = job_state(&b, &dropped);
+    assert_eq!(dropped["state"], "completed", "{dropped}");
+    assert!(dropped.get("input").is_none(), "[retention] drop_inputs: {dropped}");
     assert_eq!(retrying["retry_policy"]["kind"], "fixed", "{retrying}");
 
     let ids = |client: &husk_cli::client::Client, query: &str| -> Vec<Value> {

@@ -68,6 +68,7 @@ fn crash_child() {
             policy: RetryPolicySpec::None,
             not_before: None,
             key: None,
+            keep_input: true,
         })
         .collect();
     for enqueued in store.enqueue(jobs, now()).unwrap() {

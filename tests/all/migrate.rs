@@ -68,6 +68,7 @@ fn check_upgraded(store: &dyn JobStore) {
         policy: RetryPolicySpec::None,
         not_before: None,
         key: Some("k".into()),
+        keep_input: true,
     };
     let first = store.enqueue(vec![keyed.clone()], now()).unwrap()[0];
     assert!(first.created);
@@ -83,6 +84,11 @@ fn check_upgraded(store: &dyn JobStore) {
         run: AttemptRun { plugin_version: Some("v2".into()), ..AttemptRun::default() },
     };
     assert!(matches!(store.report(vec![(job.lock, done)], now()).unwrap()[0], Reported::Ended(_)));
+    assert_eq!(
+        store.queries().unwrap().input(QUEUED).unwrap().as_deref(),
+        Some(&b"{}"[..]),
+        "a job enqueued before schema 7 keeps its input with its outcome"
+    );
     let attempts = store.get(QUEUED).unwrap().unwrap().attempts;
     assert_eq!(
         attempts.iter().map(|a| (a.attempt, a.plugin_version.as_deref())).collect::<Vec<_>>(),
@@ -100,8 +106,9 @@ fn check_upgraded(store: &dyn JobStore) {
 fn sqlite_a_schema_1_file_is_upgraded_in_place_keeping_its_jobs() {
     // Schema 1 is upgraded through every later migration (2: histories and
     // keys; 3: paused topics; 4: the outcome sequence; 5: PostgreSQL's
-    // enqueue function; 6: who rolled back), so this covers them all.
-    assert_eq!(SCHEMA_VERSION, 6, "a new schema: check what it adds in `check_upgraded`");
+    // enqueue function; 6: who rolled back; 7: inputs kept with outcomes),
+    // so this covers them all.
+    assert_eq!(SCHEMA_VERSION, 7, "a new schema: check what it adds in `check_upgraded`");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("husk.db");
     {

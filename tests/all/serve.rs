@@ -93,7 +93,7 @@ fn jobs(count: usize) -> Vec<NewJob> {
                 ("transform", serde_json::json!({ "name": format!("job {i}"), "n": i }))
             };
             let input = input.to_string().into_bytes();
-            NewJob { topic: topic.into(), input, policy: policy(), not_before: None, key: None }
+            NewJob { topic: topic.into(), input, policy: policy(), not_before: None, key: None, keep_input: true }
         })
         .collect()
 }
@@ -269,7 +269,14 @@ deadline = "60s"
     let config = dir.path().join("husk.toml");
     std::fs::write(&config, text).unwrap();
     let store = SqliteStore::open(&db, Durability::Normal).unwrap();
-    let job = NewJob { topic: "spin".into(), input: b"{}".to_vec(), policy: policy(), not_before: None, key: None };
+    let job = NewJob {
+        topic: "spin".into(),
+        input: b"{}".to_vec(),
+        policy: policy(),
+        not_before: None,
+        key: None,
+        keep_input: true,
+    };
     let ids = ids_of(store.enqueue(vec![job; 4], SystemTime::now()).unwrap());
 
     let child = serve(&config, &dir.path().join("husk.log"));
@@ -331,6 +338,8 @@ fn bad_config_and_store_input_fail_at_start_with_one_line_naming_them() {
     let rules = "mapper_rules = [{ code = \"x\", classify_as = \"technical\" }]\n";
     let error = run(&format!("store = \"memory\"\n{topic}mapper_deadline = \"1s\"\n{rules}"));
     assert!(error.contains("topics.t.mapper_deadline") && error.contains("`mapper_rules`"), "{error}");
+    let error = run(&format!("store = \"memory\"\n[retention]\ndrop_inputs = [\"t\", \"typo\"]\n{topic}"));
+    assert!(error.contains("retention.drop_inputs[1]") && error.contains("no topic `typo`"), "{error}");
 
     let garbage = dir.path().join("garbage.db");
     std::fs::write(&garbage, vec![0x5a; 8192]).unwrap();

@@ -20,7 +20,14 @@ fn now() -> SystemTime {
 }
 
 fn job(topic: &str) -> NewJob {
-    NewJob { topic: topic.into(), input: b"{}".to_vec(), policy: RetryPolicySpec::None, not_before: None, key: None }
+    NewJob {
+        topic: topic.into(),
+        input: b"{}".to_vec(),
+        policy: RetryPolicySpec::None,
+        not_before: None,
+        key: None,
+        keep_input: true,
+    }
 }
 
 fn run_to_end(store: &dyn JobStore, topic: &str, outcome: Outcome) -> JobId {

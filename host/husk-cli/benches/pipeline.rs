@@ -10,7 +10,8 @@
 //! `-- --latency`: only the latency runs, on PostgreSQL; `-- postgres`: only
 //! the PostgreSQL throughput runs; `-- sqlite`: only the SQLite runs
 //! (throughput, then latency); `-- --gate JOBS`: the cost of the
-//! cluster-wide concurrency gate. `$HUSK_BENCH_NATIVE` set: the PostgreSQL
+//! cluster-wide concurrency gate; `-- --inputs JOBS`: the cost of keeping
+//! inputs with outcomes. `$HUSK_BENCH_NATIVE` set: the PostgreSQL
 //! throughput runs use the native handler (the store's path alone).
 //! PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
 //! start` runs; skipped (saying so) without one. Prints jobs/s for each; not
@@ -99,6 +100,18 @@ fn measure_gated(
     jobs: usize,
     max_concurrent: Option<usize>,
 ) -> f64 {
+    run_measured(label, topic, store, inputs(jobs), max_concurrent)
+}
+
+/// Enqueues `inputs`, then times the workers running them all.
+fn run_measured(
+    label: &str,
+    topic: Topic,
+    store: Arc<dyn JobStore>,
+    inputs: Vec<Vec<u8>>,
+    max_concurrent: Option<usize>,
+) -> f64 {
+    let jobs = inputs.len();
     let counter = Arc::new(Counter::default());
     counter.target.store(jobs as u64, Ordering::Relaxed);
     let mut builder = Host::builder()
@@ -111,7 +124,7 @@ fn measure_gated(
         builder = builder.quota("bench-tenant", Quota::default().with_max_concurrent(Some(max)));
     }
     let host = builder.build().unwrap();
-    host.submit(Enqueue::many("bench", inputs(jobs))).unwrap();
+    host.submit(Enqueue::many("bench", inputs)).unwrap();
     let started = Instant::now();
     host.start_workers().unwrap();
     let done = counter.done.lock().unwrap();
@@ -325,6 +338,9 @@ fn main() {
     if args.iter().any(|a| a == "--gate") {
         return measure_gate(jobs);
     }
+    if args.iter().any(|a| a == "--inputs") {
+        return measure_inputs(jobs);
+    }
     let memory = || Arc::new(MemoryStore::new()) as Arc<dyn JobStore>;
     if args.iter().any(|a| a == "--latency") {
         // Only the latency runs, on PostgreSQL.
@@ -390,6 +406,40 @@ fn measure_gate(jobs: usize) {
             };
             measure_gated(&label, Topic::wasm("bench", transform()), postgres(&url, &schema), jobs, gate);
             drop_schema(&url, &schema);
+        }
+    }
+}
+
+/// `-- --inputs [JOBS]`: the cost of keeping each job's input with its
+/// outcome, on SQLite and on PostgreSQL (1 process x 2 workers): the same
+/// run with inputs kept (the default) and dropped (`[retention]
+/// drop_inputs`), for the bench's ~35-byte inputs and for inputs padded to
+/// about 1 KiB; three rounds each, alternating.
+fn measure_inputs(jobs: usize) {
+    let url = postgres_url();
+    let dir = tempfile::tempdir().unwrap();
+    let padded = |jobs| -> Vec<Vec<u8>> {
+        let note = "x".repeat(1000);
+        (0..jobs).map(|i| format!(r#"{{"name":"user-{i}","amount":{i}.5,"note":"{note}"}}"#).into_bytes()).collect()
+    };
+    for (size, make) in [("35 B", inputs as fn(usize) -> Vec<Vec<u8>>), ("1 KiB", padded)] {
+        for round in 0..3 {
+            for drop in [false, true] {
+                let topic = || {
+                    let topic = Topic::wasm("bench", transform());
+                    if drop { topic.dropping_inputs() } else { topic }
+                };
+                let kept = if drop { "dropped" } else { "kept" };
+                let path = dir.path().join(format!("inputs-{round}-{drop}-{}.db", size.len()));
+                let sqlite = Arc::new(SqliteStore::open(&path, Durability::Normal).unwrap());
+                run_measured(&format!("SQLite, {size} inputs {kept}"), topic(), sqlite, make(jobs), None);
+                if let Some(url) = &url {
+                    let schema = format!("inputs_{}_{round}_{drop}_{}", std::process::id(), size.len());
+                    let label = format!("PostgreSQL, 1 process x 2 workers, {size} inputs {kept}");
+                    run_measured(&label, topic(), postgres(url, &schema), make(jobs), None);
+                    drop_schema(url, &schema);
+                }
+            }
         }
     }
 }

@@ -158,12 +158,13 @@ pub(crate) fn end_all(
              SELECT seq, row_number() OVER (ORDER BY seq) AS pos FROM husk_next_seqs($8) AS seq),
          ended AS (
              DELETE FROM husk_jobs WHERE id = ANY($1)
-             RETURNING id, generation, topic, enqueued_at, policy, input, history),
+             RETURNING id, generation, topic, enqueued_at, policy, input, history, keep_input),
          inserted AS (
              INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at, outcome,
-                                        policy, last_fault, open_incident, input, history)
+                                        policy, last_fault, open_incident, keep_input, input, history)
              SELECT s.seq, e.id, e.generation, e.topic, r.attempts, e.enqueued_at,
-                    $7, r.outcome, e.policy, r.last_fault, r.incident, CASE WHEN r.incident THEN e.input END,
+                    $7, r.outcome, e.policy, r.last_fault, r.incident, e.keep_input,
+                    CASE WHEN r.incident OR e.keep_input THEN e.input END,
                     husk_append(e.history, r.spent)
              FROM ended e
              JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[], $9::text[])

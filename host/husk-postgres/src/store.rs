@@ -305,7 +305,8 @@ impl Queries for PostgresStore {
         self.autocommit("input", |query| {
             let rows = query(
                 "SELECT input FROM husk_jobs WHERE id = $1
-                 UNION ALL SELECT input FROM husk_outcomes WHERE job_id = $1 AND open_incident AND input IS NOT NULL
+                 UNION ALL
+                 (SELECT input FROM husk_outcomes WHERE job_id = $1 AND input IS NOT NULL ORDER BY seq DESC LIMIT 1)
                  LIMIT 1",
                 &[&(id.0 as i64)],
             )?;
@@ -336,8 +337,9 @@ impl Incidents for PostgresStore {
             let policy = continued_policy(incident.get(3), made)?;
             tx.execute(
                 "INSERT INTO husk_jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at,
-                                        history)
-                 SELECT job_id, $2 + 1, topic, input, $3, $4::bigint + 1, 0, last_fault, enqueued_at, history
+                                        history, keep_input)
+                 SELECT job_id, $2 + 1, topic, input, $3, $4::bigint + 1, 0, last_fault, enqueued_at, history,
+                        keep_input
                  FROM husk_outcomes WHERE seq = $1",
                 &[&seq, &generation, &policy, &made],
             )?;
@@ -368,7 +370,8 @@ impl Incidents for PostgresStore {
         self.run("discard incident", |tx| {
             let id = id.0 as i64;
             let closed = tx.execute(
-                "UPDATE husk_outcomes SET open_incident = FALSE, input = NULL WHERE job_id = $1 AND open_incident",
+                "UPDATE husk_outcomes SET open_incident = FALSE, input = CASE WHEN keep_input THEN input END
+                 WHERE job_id = $1 AND open_incident",
                 &[&id],
             )?;
             if closed == 1 {

@@ -404,8 +404,8 @@ impl JobStore for SqliteStore {
 /// insert.
 fn insert_jobs(tx: &Connection, jobs: &[NewJob], now: SystemTime) -> rusqlite::Result<Vec<Enqueued>> {
     let mut insert = tx.prepare_cached(
-        "INSERT INTO jobs (topic, input, policy, attempt, state, not_before, enqueued_at)
-         VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6)",
+        "INSERT INTO jobs (topic, input, policy, attempt, state, not_before, enqueued_at, keep_input)
+         VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7)",
     )?;
     jobs.iter()
         .map(|job| {
@@ -413,7 +413,8 @@ fn insert_jobs(tx: &Connection, jobs: &[NewJob], now: SystemTime) -> rusqlite::R
                 return Ok(Enqueued { id, created: false });
             }
             let (state, not_before) = armed_state(job.not_before, now);
-            insert.execute(params![job.topic, job.input, to_json(&job.policy), state, not_before, millis(now)])?;
+            let policy = to_json(&job.policy);
+            insert.execute(params![job.topic, job.input, policy, state, not_before, millis(now), job.keep_input])?;
             let id = tx.last_insert_rowid();
             if let Some(key) = &job.key {
                 tx.prepare_cached("INSERT INTO keys (key, job_id) VALUES (?1, ?2)")?.execute(params![key, id])?;
@@ -500,6 +501,7 @@ mod tests {
             policy: Default::default(),
             not_before: None,
             key: None,
+            keep_input: true,
         };
         // Another connection sees `data_version` change when the file's
         // content is changed by a commit of the store's.

@@ -91,4 +91,9 @@ UPDATE meta SET value = value WHERE 0;
 ALTER TABLE topic_versions ADD COLUMN rolled_back_by TEXT;
 ALTER TABLE topic_versions ADD COLUMN rolled_back_at INTEGER;
 "#,
+    // 7: a job's input kept with its outcome unless its topic drops it.
+    r#"
+ALTER TABLE jobs ADD COLUMN keep_input INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE outcomes ADD COLUMN keep_input INTEGER NOT NULL DEFAULT 1;
+"#,
 ];

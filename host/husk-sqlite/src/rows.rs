@@ -61,8 +61,9 @@ pub(crate) fn end(
     let incident = matches!(outcome, Outcome::Failed { .. });
     tx.prepare_cached(concat!(
         "INSERT INTO outcomes (job_id, generation, topic, attempts, enqueued_at, finished_at, outcome, policy,
-                               last_fault, open_incident, input, history)
-         SELECT id, generation, topic, ?2, enqueued_at, ?3, ?4, policy, ?5, ?6, CASE WHEN ?6 THEN input END, ",
+                               last_fault, open_incident, keep_input, input, history)
+         SELECT id, generation, topic, ?2, enqueued_at, ?3, ?4, policy, ?5, ?6, keep_input,
+                CASE WHEN ?6 OR keep_input THEN input END, ",
         appended_history!(7),
         " FROM jobs WHERE id = ?1"
     ))?

@@ -27,7 +27,8 @@ impl Queries for SqliteStore {
         self.read("input", move |conn| {
             conn.prepare_cached(
                 "SELECT input FROM jobs WHERE id = ?1
-                 UNION ALL SELECT input FROM outcomes WHERE job_id = ?1 AND open_incident = 1 AND input IS NOT NULL
+                 UNION ALL
+                 SELECT * FROM (SELECT input FROM outcomes WHERE job_id = ?1 AND input IS NOT NULL ORDER BY seq DESC LIMIT 1)
                  LIMIT 1",
             )
             .and_then(|mut s| s.query_row([id.0 as i64], |row| row.get(0)).optional())
@@ -55,8 +56,9 @@ impl Incidents for SqliteStore {
                 return Ok(if known { RetryIncidentResult::NotAnIncident } else { RetryIncidentResult::NotFound });
             };
             tx.execute(
-                "INSERT INTO jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at, history)
-                 SELECT job_id, ?2 + 1, topic, input, ?3, ?4 + 1, 0, last_fault, enqueued_at, history
+                "INSERT INTO jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at, history,
+                                   keep_input)
+                 SELECT job_id, ?2 + 1, topic, input, ?3, ?4 + 1, 0, last_fault, enqueued_at, history, keep_input
                  FROM outcomes WHERE seq = ?1",
                 params![seq, generation, continued_policy(&policy, made).map_err(crate::rows::json_err)?, made],
             )?;
@@ -93,7 +95,8 @@ impl Incidents for SqliteStore {
             let id = id.0 as i64;
             let closed = tx
                 .prepare_cached(
-                    "UPDATE outcomes SET open_incident = 0, input = NULL WHERE job_id = ?1 AND open_incident = 1",
+                    "UPDATE outcomes SET open_incident = 0, input = CASE WHEN keep_input THEN input END
+                     WHERE job_id = ?1 AND open_incident = 1",
                 )?
                 .execute([id])?;
             if closed == 1 {

@@ -33,8 +33,8 @@ pub const DEFAULT_STORE: &str = "husk-data/husk.db";
 /// The default address of the HTTP API.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
-/// `[retention]`: how long ended jobs (outcome, history, idempotency key)
-/// are kept. Open incidents are kept until retried or discarded.
+/// `[retention]`: how long ended jobs (outcome, history, input, idempotency
+/// key) are kept. Open incidents are kept until retried or discarded.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetentionConfig {
@@ -53,6 +53,11 @@ pub struct RetentionConfig {
     /// How often the cleaner runs (default `1m`).
     #[serde(default, with = "humantime_serde")]
     pub every: Option<Duration>,
+    /// Topics whose jobs' inputs are dropped when the jobs end (personal
+    /// data, say), not kept with their outcomes; an open incident keeps
+    /// its input until retried or discarded (default: none).
+    #[serde(default)]
+    pub drop_inputs: Vec<String>,
 }
 
 impl RetentionConfig {
@@ -329,6 +334,11 @@ impl Config {
         for (name, topic) in &self.topics {
             self.check_ceilings(name, topic)?;
         }
+        for (i, topic) in self.retention.drop_inputs.iter().enumerate() {
+            if !self.topics.contains_key(topic) {
+                return Err(KeyError::new(format!("retention.drop_inputs[{i}]"), format!("no topic `{topic}`")));
+            }
+        }
         if let Some(listen) = &self.listen {
             listen.parse::<std::net::SocketAddr>().map_err(|e| KeyError::new("listen", format!("`{listen}`: {e}")))?;
         }
@@ -465,7 +475,13 @@ impl Config {
     /// [`KeyError`] naming a secret that cannot be read (an unset
     /// environment variable, a missing or world-readable file).
     pub fn topics(&self, base: &Path) -> Result<Vec<Topic>, KeyError> {
-        self.topics.iter().map(|(name, topic)| topic.to_topic(name, base, self.allow_precompiled)).collect()
+        self.topics
+            .iter()
+            .map(|(name, topic)| {
+                let topic = topic.to_topic(name, base, self.allow_precompiled)?;
+                Ok(if self.retention.drop_inputs.contains(name) { topic.dropping_inputs() } else { topic })
+            })
+            .collect()
     }
 }
 

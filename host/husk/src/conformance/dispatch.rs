@@ -28,7 +28,8 @@ pub(super) fn payments_mapper() -> crate::classify::ErrorMapper {
 
 pub(super) fn payments_rig(backend: &dyn Backend, retry: RetryPolicySpec) -> Rig {
     let rig = Rig::on(backend, None);
-    rig.dispatcher.set_topic("payments", TopicPolicy { retry: Some(retry), mapper: Some(payments_mapper()) });
+    rig.dispatcher
+        .set_topic("payments", TopicPolicy { retry: Some(retry), mapper: Some(payments_mapper()), drop_input: false });
     rig
 }
 
@@ -94,7 +95,7 @@ pub fn no_mapper_means_technical(backend: &dyn Backend) {
 pub fn host_reserved_codes_go_through_the_mapper(backend: &dyn Backend) {
     let rig = Rig::on(backend, None);
     let mapper = rules(json!([{ "code": "husk.timeout", "classify_as": "business-status", "status": "too-slow" }]));
-    rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 1)), mapper: Some(mapper) });
+    rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 1)), mapper: Some(mapper), drop_input: false });
     let id = rig.enqueue("t");
     let job = rig.fetch_one("t");
     rig.fail(&job, codes::TIMEOUT);
@@ -106,7 +107,7 @@ pub fn two_level_policy_is_resolved_at_enqueue_and_stored(backend: &dyn Backend)
     let engine_default = fixed(7, 2);
     let topic_policy = fixed(4, 9);
     let rig = Rig::on(backend, Some(engine_default));
-    rig.dispatcher.set_topic("own", TopicPolicy { retry: Some(topic_policy), mapper: None });
+    rig.dispatcher.set_topic("own", TopicPolicy { retry: Some(topic_policy), mapper: None, drop_input: false });
     rig.dispatcher.set_topic("inherits", TopicPolicy::default());
     assert_eq!(rig.get(rig.enqueue("own")).policy, topic_policy);
     assert_eq!(rig.get(rig.enqueue("inherits")).policy, engine_default);

@@ -112,7 +112,7 @@ impl Rig {
     /// A rig on `backend` with one topic `t` using `retry` and no mapper.
     pub fn with_topic(backend: &dyn Backend, retry: RetryPolicySpec) -> Self {
         let rig = Self::on(backend, None);
-        rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(retry), mapper: None });
+        rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(retry), mapper: None, drop_input: false });
         rig
     }
 
@@ -266,7 +266,7 @@ macro_rules! __store_conformance_capability {
         $crate::__store_conformance_module!(queries $attrs ($backend)
             depths_and_listing_follow_job_states,
             listing_filters_by_outcome_enqueue_time_and_fault_code,
-            a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident,
+            a_jobs_input_is_kept_with_its_outcome_unless_it_is_dropped,
         );
     };
     (incidents $attrs:tt ($backend:expr)) => {

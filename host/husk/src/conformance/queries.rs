@@ -105,13 +105,14 @@ pub fn depths_and_listing_follow_job_states(backend: &dyn Backend) {
     assert_eq!(first_page.len() + next.len(), all.len(), "two pages hold every job once");
 }
 
-/// Conformance check: a job's input is kept while it lives and while it is
-/// an open incident, and is gone once it ended otherwise.
-pub fn a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident(backend: &dyn Backend) {
+/// Conformance check: a job's input is kept while it lives and with its
+/// outcome; one enqueued with `keep_input: false` keeps it only while it
+/// lives and while it is an open incident.
+pub fn a_jobs_input_is_kept_with_its_outcome_unless_it_is_dropped(backend: &dyn Backend) {
     let fresh = backend.fresh();
     let store = fresh.store();
     let input = b"{\"name\":\"<input>\"}\xff".to_vec();
-    let new = NewJob { input: input.clone(), ..job("t") };
+    let new = NewJob { input: input.clone(), keep_input: false, ..job("t") };
     let id = store.enqueue(vec![new], now()).unwrap()[0].id;
     assert_eq!(store.queries().unwrap().input(id).unwrap().as_deref(), Some(&input[..]), "queued");
     assert_eq!(store.queries().unwrap().input(JobId(id.0 + 1000)).unwrap(), None, "no such job");
@@ -134,11 +135,12 @@ pub fn a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident(backend: 
     );
     assert!(!store.get(id).unwrap().unwrap().discarded, "an open incident");
     assert_eq!(store.incidents().unwrap().discard_incident(id).unwrap(), DiscardResult::Discarded);
-    assert_eq!(store.queries().unwrap().input(id).unwrap(), None, "a discarded incident keeps none");
+    assert_eq!(store.queries().unwrap().input(id).unwrap(), None, "a discarded incident dropping inputs keeps none");
     assert!(store.get(id).unwrap().unwrap().discarded, "its record says it was discarded");
     let done = run_to_end(store, "t", Outcome::Completed { output: b"1".to_vec() });
-    assert_eq!(store.queries().unwrap().input(done).unwrap(), None, "a completed job keeps none");
+    assert_eq!(store.queries().unwrap().input(done).unwrap().as_deref(), Some(&b"{}"[..]), "kept with the outcome");
     assert!(!store.get(done).unwrap().unwrap().discarded);
+
     // Listed by it: the discarded ones alone, or every job but those.
     let ids = |discarded| {
         let filter = ListFilter { discarded: Some(discarded), ..ListFilter::default() };
@@ -146,4 +148,46 @@ pub fn a_jobs_input_is_kept_while_it_lives_and_while_it_is_an_incident(backend: 
     };
     assert_eq!(ids(true), vec![id]);
     assert_eq!(ids(false), vec![done]);
+
+    // Each way a job ends keeps the input of a job that keeps it, and drops
+    // that of one that does not: a completion, an end, a cancel, a
+    // discarded incident, an incident retried and then completed.
+    let completed = || Report::Completed { output: b"1".to_vec(), run: AttemptRun::default() };
+    let cancelled = || Report::End { outcome: Outcome::Cancelled, run: AttemptRun::default() };
+    let fail = || Report::End { outcome: failed.clone(), run: AttemptRun::default() };
+    let mut inputs = std::collections::HashMap::new();
+    for keep_input in [true, false] {
+        let enqueue = |inputs: &mut std::collections::HashMap<JobId, Vec<u8>>| {
+            let input = format!("{{\"n\":{}}}", inputs.len()).into_bytes();
+            let id = store.enqueue(vec![NewJob { input: input.clone(), keep_input, ..job("k") }], now()).unwrap()[0].id;
+            inputs.insert(id, input);
+            id
+        };
+        let mut one = |report: Report| {
+            let id = enqueue(&mut inputs);
+            report_one(store, "k", report, now());
+            id
+        };
+        let (by_completion, by_end) = (one(completed()), one(cancelled()));
+        let (discarded, retried) = (one(fail()), one(fail()));
+        let cancelled = enqueue(&mut inputs);
+        store.cancel(cancelled, now()).unwrap();
+        let input = |id| store.queries().unwrap().input(id).unwrap();
+        assert_eq!(input(discarded).as_ref(), inputs.get(&discarded), "an open incident keeps it");
+        store.incidents().unwrap().discard_incident(discarded).unwrap();
+        store.incidents().unwrap().retry_incident(retried, now()).unwrap();
+        assert_eq!(input(retried).as_ref(), inputs.get(&retried), "live again");
+        report_one(store, "k", completed(), now());
+        let ended = [
+            ("completed", by_completion),
+            ("ended", by_end),
+            ("cancelled", cancelled),
+            ("discarded", discarded),
+            ("retried and completed", retried),
+        ];
+        for (how, id) in ended {
+            let want = inputs.get(&id).filter(|_| keep_input);
+            assert_eq!(input(id).as_ref(), want, "{how}, keep_input {keep_input}");
+        }
+    }
 }

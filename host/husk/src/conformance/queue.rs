@@ -20,7 +20,14 @@ pub(super) fn now() -> SystemTime {
 }
 
 pub(super) fn job(topic: &str) -> NewJob {
-    NewJob { topic: topic.into(), input: b"{}".to_vec(), policy: RetryPolicySpec::None, not_before: None, key: None }
+    NewJob {
+        topic: topic.into(),
+        input: b"{}".to_vec(),
+        policy: RetryPolicySpec::None,
+        not_before: None,
+        key: None,
+        keep_input: true,
+    }
 }
 
 pub(super) fn ids_of(enqueued: Vec<Enqueued>) -> Vec<JobId> {

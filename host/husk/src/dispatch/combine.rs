@@ -117,6 +117,7 @@ mod tests {
             policy: RetryPolicySpec::None,
             not_before: None,
             key: Some(key.into()),
+            keep_input: true,
         }
     }
 

@@ -143,20 +143,16 @@ impl Dispatcher {
         Ok(capped)
     }
 
-    /// The jobs of a request to store, with their topic's retry policy.
+    /// The jobs of a request to store, with their topic's retry policy and
+    /// whether their inputs outlive them.
     fn new_jobs(&self, request: Enqueue) -> Result<Vec<NewJob>, EnqueueError> {
         let Enqueue { topic, jobs, not_before } = request;
-        let policy = self.topic_retry(&topic)?;
+        let topic_policy = self.topic(&topic).ok_or_else(|| EnqueueError::UnknownTopic(topic.clone()))?;
+        let (policy, keep_input) = (self.resolve_retry(&topic_policy), !topic_policy.drop_input);
         Ok(jobs
             .into_iter()
-            .map(|(input, key)| NewJob { topic: topic.clone(), input, policy, not_before, key })
+            .map(|(input, key)| NewJob { topic: topic.clone(), input, policy, not_before, key, keep_input })
             .collect())
-    }
-
-    /// The retry policy of a new job of a registered `topic`.
-    fn topic_retry(&self, topic: &str) -> Result<RetryPolicySpec, EnqueueError> {
-        let policy = self.topic(topic).ok_or_else(|| EnqueueError::UnknownTopic(topic.to_owned()))?;
-        Ok(self.resolve_retry(&policy))
     }
 
     /// Stores new jobs, in one store call with those of other threads

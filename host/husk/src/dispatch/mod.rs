@@ -54,6 +54,9 @@ pub struct TopicPolicy {
     pub retry: Option<RetryPolicySpec>,
     /// The topic's error mapper; `None` makes every fault technical.
     pub mapper: Option<ErrorMapper>,
+    /// Whether its jobs' inputs are dropped when they end (personal data,
+    /// say); `false` keeps each with its outcome (see [`NewJob::keep_input`]).
+    pub drop_input: bool,
 }
 
 /// Why an enqueue was refused.

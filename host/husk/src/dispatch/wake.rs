@@ -231,6 +231,7 @@ mod tests {
                 policy: Default::default(),
                 not_before: None,
                 key: None,
+                keep_input: true,
             };
             store.enqueue(vec![job], clock.now()).unwrap()[0].id
         };

@@ -252,7 +252,7 @@ impl HostBuilder {
             };
             let own_plugin = swappable.as_ref().map(|s| s.log.lock().current().clone());
             let mapper = load_mapper(&sandbox, topic, own_plugin.as_ref())?;
-            dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper });
+            dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper, drop_input: topic.drop_input });
             let gate = topic.tenant.as_ref().and_then(|t| gates.get(t)).cloned();
             let hooks = PoolHooks { gate, observer: self.observer.clone() };
             runtimes.push(TopicRuntime { topic: topic.clone(), handler, swappable, hooks });

@@ -139,7 +139,10 @@ impl Swappable {
     ) -> VersionInfo {
         if matches!(self.topic.mapper, Some(MapperSpec::SamePlugin)) {
             let mapper = wasm_mapper(sandbox, &self.topic, plugin.clone());
-            dispatcher.set_topic(&self.topic.name, TopicPolicy { retry: self.topic.retry, mapper: Some(mapper) });
+            dispatcher.set_topic(
+                &self.topic.name,
+                TopicPolicy { retry: self.topic.retry, mapper: Some(mapper), drop_input: self.topic.drop_input },
+            );
         }
         let previous = match grants {
             Some(grants) => self.wasm.swap_granted(plugin.clone(), grants),

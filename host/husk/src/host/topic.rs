@@ -119,7 +119,8 @@ pub(super) enum Runner {
 /// `Topic::native(name, handler)`, then the `with_*` settings. Defaults:
 /// [`Limits::default`], [`PoolConfig::default`] with the lock duration set to
 /// the deadline times the fetch batch plus 30 s, no topic retry policy (the
-/// engine-wide default applies), no error mapper (every fault technical).
+/// engine-wide default applies), no error mapper (every fault technical),
+/// inputs kept with their outcomes.
 #[derive(Clone)]
 pub struct Topic {
     pub(super) name: String,
@@ -132,6 +133,7 @@ pub struct Topic {
     pub(super) mapper: Option<MapperSpec>,
     pub(super) mapper_deadline: Option<Duration>,
     pub(super) grants: Grants,
+    pub(super) drop_input: bool,
 }
 
 impl std::fmt::Debug for Topic {
@@ -163,6 +165,7 @@ impl Topic {
             mapper: None,
             mapper_deadline: None,
             grants: Grants::default(),
+            drop_input: false,
         }
     }
 
@@ -241,6 +244,21 @@ impl Topic {
     pub fn with_retry(mut self, retry: RetryPolicySpec) -> Self {
         self.retry = Some(retry);
         self
+    }
+
+    /// Drops each job's input when it ends (personal data, say), instead
+    /// of keeping it with the outcome until the outcome is pruned. An open
+    /// incident keeps its input until it is retried or discarded.
+    #[must_use]
+    pub fn dropping_inputs(mut self) -> Self {
+        self.drop_input = true;
+        self
+    }
+
+    /// Whether the topic drops its jobs' inputs when they end
+    /// ([`Topic::dropping_inputs`]).
+    pub fn drops_inputs(&self) -> bool {
+        self.drop_input
     }
 
     /// Sets the topic's error mapper.

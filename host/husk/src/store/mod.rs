@@ -59,6 +59,11 @@ pub struct NewJob {
     /// that job is live or ended (until the ended job is pruned, see
     /// [`Pruning::prune`]). `None`: no key, always enqueued.
     pub key: Option<String>,
+    /// Whether the input is kept with the job's outcome after it ends
+    /// (until the outcome is pruned); `false` drops it when the job ends,
+    /// unless it ends an open incident, which keeps it until retried or
+    /// discarded.
+    pub keep_input: bool,
 }
 
 /// What [`JobStore::enqueue`] did with one [`NewJob`].

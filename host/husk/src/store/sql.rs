@@ -14,7 +14,7 @@ use super::{AttemptRecord, JobId, JobRecord, JobState, Lock, LockInfo, expired_a
 /// The version of the SQL schema this husk writes (SQLite's `PRAGMA
 /// user_version`, PostgreSQL's `husk_meta.schema_version`); a store written
 /// by a newer husk (a higher version) is refused.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 use crate::fault::{Fault, codes};
 use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::{RetryPolicy, RetryPolicySpec};

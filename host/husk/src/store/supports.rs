@@ -174,8 +174,9 @@ pub trait Queries: Send + Sync {
     fn list(&self, filter: &ListFilter) -> Result<Vec<JobRecord>, StoreError>;
 
     /// The input of job `id` while the store keeps it: while the job is
-    /// live, and while it is an open incident (kept for its retry); `None`
-    /// once it ended otherwise.
+    /// live, while it is an open incident (kept for its retry), and after it
+    /// ended as long as its outcome, unless the job was enqueued with
+    /// [`NewJob::keep_input`] `false`.
     ///
     /// # Errors
     ///

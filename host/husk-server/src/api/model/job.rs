@@ -364,8 +364,10 @@ pub struct Job {
     pub outcome: Option<Outcome>,
     /// Its finished attempts, oldest first (in a listing: empty).
     pub attempts: Vec<Attempt>,
-    /// Its input, in the job's own answer while the store keeps it (while
-    /// the job is live, or an open incident); absent in listings.
+    /// Its input, in the job's own answer while the store keeps it: while
+    /// the job exists, and after it ends as long as its outcome, unless its
+    /// topic is in `[retention] drop_inputs` (then only while it is live or
+    /// an open incident); absent in listings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
 }

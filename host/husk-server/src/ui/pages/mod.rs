@@ -398,7 +398,7 @@ pub(super) fn job(session: &Session, job: &JobRecord, input: Option<&[u8]>) -> M
             h2 { "Input" }
             @match input {
                 Some(input) => pre #input { (shown(input)) },
-                None => p.note { "Not kept: the store keeps a job's input while it is live or an open incident." },
+                None => p.note { "Not kept: this topic's inputs are dropped when its jobs end ([retention] drop_inputs)." },
             }
             h2 { "Attempts" }
             ul.attempts {

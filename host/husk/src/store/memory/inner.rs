@@ -117,12 +117,15 @@ impl Inner {
         record.attempt = terminal.attempts;
         record.not_before = None;
         record.lock = None;
-        let incident = matches!(terminal.outcome, Outcome::Failed { .. })
-            .then(|| Incident { input: job.input, outcome: terminal.clone() });
+        let incident =
+            matches!(terminal.outcome, Outcome::Failed { .. }).then(|| Incident { outcome: terminal.clone() });
         if incident.is_some() {
             self.incidents.insert(id);
         }
-        self.ended.insert(id, Ended { record, history: job.history, seq: terminal.seq, incident });
+        let input = (job.keep_input || incident.is_some()).then_some(job.input);
+        let ended =
+            Ended { record, history: job.history, seq: terminal.seq, incident, input, keep_input: job.keep_input };
+        self.ended.insert(id, ended);
         self.log.push_back(terminal.clone());
         while self.log.len() > retained {
             if let Some(old) = self.log.pop_front() {

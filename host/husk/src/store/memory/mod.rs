@@ -96,6 +96,8 @@ struct Live {
     cancel_requested: bool,
     /// Finished attempts, oldest first.
     history: Vec<AttemptRecord>,
+    /// Whether its input outlives it ([`NewJob::keep_input`](crate::store::NewJob::keep_input)).
+    keep_input: bool,
 }
 
 #[derive(Debug)]
@@ -106,7 +108,7 @@ struct HeldLock {
 }
 
 /// A job that ended. Its outcome lives in the log (one copy); an incident
-/// keeps its own, and its input, so it outlives the log and can be retried.
+/// keeps its own, so it outlives the log and can be retried.
 #[derive(Debug)]
 struct Ended {
     /// The job as it ended, without its outcome and attempts.
@@ -115,11 +117,13 @@ struct Ended {
     history: Vec<AttemptRecord>,
     seq: u64,
     incident: Option<Incident>,
+    /// Its input: kept when the job keeps it, and while it is an incident.
+    input: Option<Vec<u8>>,
+    keep_input: bool,
 }
 
 #[derive(Debug)]
 struct Incident {
-    input: Vec<u8>,
     outcome: TerminalOutcome,
 }
 
@@ -185,6 +189,7 @@ impl JobStore for MemoryStore {
                     last_fault: None,
                     cancel_requested: false,
                     history: Vec::new(),
+                    keep_input: job.keep_input,
                 },
             );
             inner.arm(id, job.not_before, now);
@@ -352,7 +357,7 @@ impl Queries for MemoryStore {
     fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
         let inner = self.lock();
         let live = inner.live.get(&id).map(|job| job.input.clone());
-        Ok(live.or_else(|| inner.ended.get(&id)?.incident.as_ref().map(|i| i.input.clone())))
+        Ok(live.or_else(|| inner.ended.get(&id)?.input.clone()))
     }
 }
 
@@ -365,12 +370,12 @@ impl Incidents for MemoryStore {
         }
         let ended = inner.ended.remove(&id).expect("an incident is kept");
         let (record, history) = (ended.record, ended.history);
-        let incident = ended.incident.expect("an incident keeps its input");
+        let input = ended.input.expect("an incident keeps its input");
         inner.live.insert(
             id,
             Live {
                 topic: record.topic,
-                input: incident.input,
+                input,
                 policy: record.policy.continued(record.attempt),
                 attempt: record.attempt + 1,
                 enqueued_at: record.enqueued_at,
@@ -380,6 +385,7 @@ impl Incidents for MemoryStore {
                 last_fault: record.last_fault,
                 cancel_requested: false,
                 history,
+                keep_input: ended.keep_input,
             },
         );
         inner.arm(id, None, now);
@@ -408,6 +414,9 @@ impl Incidents for MemoryStore {
         }
         if let Some(ended) = inner.ended.get_mut(&id) {
             ended.incident = None;
+            if !ended.keep_input {
+                ended.input = None;
+            }
         }
         Ok(DiscardResult::Discarded)
     }
