@@ -182,6 +182,7 @@ fn every_bad_request_gets_its_status_and_error_and_changes_nothing() {
             "invalid-plugin",
         ),
         ("a page of no jobs", a.get("/v1/jobs?limit=0"), 400, "bad-request"),
+        ("an outcome page over its limit", a.get("/v1/outcomes?limit=1001&wait=0s"), 400, "bad-request"),
         ("an outcome cursor past the head", a.get("/v1/outcomes?after=1000000&wait=0s"), 409, "cursor-ahead"),
         (
             "an outcome cursor past any store's",

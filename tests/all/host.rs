@@ -85,6 +85,9 @@ fn a_host_on_a_store_with_the_queue_alone_runs_jobs_and_names_what_it_lacks() {
     unsupported(host.incidents().map(drop), "incidents");
     unsupported(host.retry_incident(failed).map(drop), "incidents");
     unsupported(host.jobs(&ListFilter::default()).map(drop), "queries");
+    // A job's page shows its record; the input is one such a store keeps
+    // none of, not a failure of the page.
+    assert_eq!(host.input(retried).unwrap(), None);
     assert!(matches!(host.set_paused("flaky", true), Err(EnqueueError::Store(StoreError::Unsupported { .. }))));
     assert_eq!(host.paused().unwrap(), Vec::<String>::new(), "nothing can be paused");
     assert_eq!(host.pruned_through().unwrap(), 0, "nothing pruned");

@@ -23,7 +23,7 @@ use super::model::{
 use super::{Api, ApiError, Caller, ErrorKind, blocking, read_body};
 use husk::Enqueue;
 use husk::outcome::OutcomeKind;
-use husk::store::{self, DiscardResult, JobId, JobRecord, ListFilter, RetryIncidentResult, StoreError};
+use husk::store::{self, DiscardResult, JobId, JobRecord, ListFilter, RetryIncidentResult};
 
 /// The header carrying an idempotency key.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -232,13 +232,7 @@ pub(super) async fn get(
     let id = parse_id(&id)?;
     let (record, input) = blocking(move || {
         let record = own_job(&api, &caller.tenant, id)?;
-        let input = match api.host.input(id) {
-            Ok(input) => input,
-            // A store without queries keeps no input to show.
-            Err(StoreError::Unsupported { .. }) => None,
-            Err(error) => return Err(error.into()),
-        };
-        Ok((record, input))
+        Ok((record, api.host.input(id)?))
     })
     .await?;
     Ok(Json(Job { input: input.as_deref().map(husk::wire::body_value), ..Job::from(&record) }))

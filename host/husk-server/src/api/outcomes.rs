@@ -84,6 +84,9 @@ impl OutcomeSink for OutcomeFeed {
     }
 }
 
+/// The most outcomes one poll returns.
+const MAX_LIMIT: usize = 1000;
+
 /// Query of `GET /v1/outcomes`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -94,8 +97,8 @@ pub(super) struct OutcomesQuery {
     /// Most outcomes returned (default 100, at most 1000).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
-    /// How long to wait for one when there is none (default `30s`, at most
-    /// `60s`; `0s` returns at once).
+    /// How long to wait for one when there is none (default `30s`; a longer
+    /// wait is cut to `60s`; `0s` returns at once).
     #[param(example = "5s")]
     wait: Option<String>,
 }
@@ -129,7 +132,11 @@ pub(super) async fn long_poll(
             .min(MAX_WAIT),
         None => Duration::from_secs(30),
     };
-    let limit = query.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = match query.limit {
+        Some(limit @ 1..=MAX_LIMIT) => limit,
+        Some(other) => return Err(ApiError::bad_request(format!("limit: 1 to {MAX_LIMIT}, not {other}"))),
+        None => 100,
+    };
     let topics = api.topics_of(&caller.tenant);
     let deadline = tokio::time::Instant::now() + wait;
     let mut cursor = query.after.unwrap_or(0);

@@ -21,13 +21,19 @@ impl Host {
     }
 
     /// The input of job `id` while the store keeps it (see
-    /// [`Queries::input`](crate::store::Queries::input)).
+    /// [`Queries::input`](crate::store::Queries::input)); `None` from a
+    /// store without [`Queries`](crate::store::Queries), which keeps none
+    /// to show.
     ///
     /// # Errors
     ///
-    /// [`StoreError`] when the store fails or lists nothing.
+    /// [`StoreError`] when the store fails.
     pub fn input(&self, id: JobId) -> Result<Option<Vec<u8>>, StoreError> {
-        self.dispatcher.store().queries()?.input(id)
+        match self.dispatcher.store().queries() {
+            Ok(queries) => queries.input(id),
+            Err(StoreError::Unsupported { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     /// Jobs matching `filter`, newest first.
