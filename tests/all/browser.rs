@@ -247,6 +247,7 @@ fn an_operator_watches_depth_fixes_an_incident_and_tenants_stay_apart() {
         })
         .await;
         assert!(text(&browser, "pre.output").await.contains("\"version\": \"v2\""), "v2 ran it");
+        assert!(text(&browser, "#input").await.contains("\"USD\""), "the input kept with the outcome");
         screenshot(&browser, "job-completed").await;
         browser.goto(&format!("{}/ui", server.url)).await.unwrap();
         eventually("the overview counts the outcomes", || async {
@@ -348,6 +349,8 @@ fn a_version_is_deployed_by_upload_and_rolled_back_and_a_topic_paused() {
         assert!(note.starts_with("current (rolled back ") && note.ends_with(" by a)"), "{note}");
         let newest = text(&browser, "#versions tbody tr:first-child td:last-child").await;
         assert_eq!(newest, "Make current", "the upload stays first: a rollback keeps the deploy order");
+        browser.execute("document.getElementById('versions').scrollIntoView()", vec![]).await.unwrap();
+        screenshot(&browser, "topic-rolled-back").await;
         let current = server.client(Some(TOKEN_A)).get("/v1/topics").unwrap();
         let quote = current["topics"].as_array().unwrap().iter().find(|t| t["topic"] == "a-quote").unwrap().clone();
         assert_eq!(quote["version"], first.as_str(), "the API agrees");
