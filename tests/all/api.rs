@@ -10,6 +10,7 @@
 //! (every 20 ms, up to a generous limit) and assert on what it answers.
 
 use std::process::Command;
+use std::time::Duration;
 
 use husk_cli::client::ClientError;
 use serde_json::{Value, json};
@@ -121,6 +122,30 @@ fn every_bad_request_gets_its_status_and_error_and_changes_nothing() {
         (
             "idempotency key too long",
             a.post("/v1/topics/a-quote/jobs", json_body("{}"), &[("Idempotency-Key", &long_key)]),
+            400,
+            "bad-request",
+        ),
+        (
+            "a run_at that is no time",
+            a.post("/v1/topics/a-quote/jobs?run_at=tomorrow", json_body("{}"), &[]),
+            400,
+            "bad-request",
+        ),
+        ("a negative delay", a.post("/v1/topics/a-quote/jobs?delay=-5s", json_body("{}"), &[]), 400, "bad-request"),
+        (
+            "both run_at and delay",
+            a.post("/v1/topics/a-quote/jobs?delay=5s&run_at=2030-01-01T00:00:00Z", json_body("{}"), &[]),
+            400,
+            "bad-request",
+        ),
+        ("a misspelt delay", a.post("/v1/topics/a-quote/jobs?dealy=5s", json_body("{}"), &[]), 400, "bad-request"),
+        (
+            "a batch job with a bad delay",
+            a.post(
+                "/v1/topics/a-quote/jobs/batch",
+                json_body(r#"[{"input": {}}, {"input": {}, "delay": "soon"}]"#),
+                &[],
+            ),
             400,
             "bad-request",
         ),
@@ -343,7 +368,15 @@ fn watch_deploys_a_changed_plugin_file_and_refuses_a_broken_one() {
     // A new version is deployed, and the next jobs run on it.
     std::fs::copy(guest("quote-v2"), &plugin).unwrap();
     server.wait_until("the new file is deployed", |_| versions()[0]["origin"] == "watch");
-    assert_ne!(versions()[0]["version"], v1);
+    let v2 = versions()[0]["version"].clone();
+    assert_ne!(v2, v1);
+    // The store lists a deploy before this process swaps it in: the next
+    // jobs run on it once the process says it runs it.
+    let running = || {
+        let topics = a.get("/v1/topics").unwrap()["topics"].as_array().unwrap().clone();
+        topics.into_iter().find(|t| t["topic"] == "a-quote").unwrap()["version"].clone()
+    };
+    server.wait_until("the process runs the new version", |_| running() == v2);
     let id = enqueue(&a, "a-quote", &json!({ "amount": 1, "currency": "USD" })).unwrap()["id"].clone();
     server.wait_until("the USD job ends", |_| ended(&job_state(&a, &id)));
     assert_eq!(job_state(&a, &id)["outcome"]["output"]["version"], "v2");
@@ -379,6 +412,13 @@ fn the_cli_talks_to_the_server_in_tables_and_json() {
     assert!(lines[0].starts_with("ID") && lines[1].starts_with("1 ") && lines[1].contains("completed"), "{out}");
     let (_, out, _) = husk_cli(&server, &["plugins"]);
     assert!(out.lines().any(|l| l.starts_with("a-quote") && l.ends_with('*')), "{out}");
+    // A scheduled job: said so on enqueue, and by `husk job`.
+    let (code, out, _) = husk_cli(&server, &["enqueue", "a-quote", "--delay", "1h"]);
+    assert!(code == 0 && out.starts_with("job 2 enqueued on topic a-quote, scheduled for 20"), "{out}");
+    let (_, out, _) = husk_cli(&server, &["job", "2"]);
+    assert!(out.contains("state scheduled") && out.contains("not before: 20"), "{out}");
+    let (code, _, err) = husk_cli(&server, &["enqueue", "a-quote", "--at", "2030-01-01T00:00:00Z", "--delay", "1s"]);
+    assert!(code != 0 && err.contains("--delay"), "{err}");
     // A refusal: exit code 1 and the API's message on stderr.
     let (code, _, err) = husk_cli(&server, &["job", "99"]);
     assert_eq!(code, 1);
@@ -502,4 +542,53 @@ fn serve_warns_of_topics_no_token_reaches_and_names_the_dashboard() {
     let log = server.log();
     assert!(log.contains("no API token reaches them") && log.contains("orphan"), "{log}");
     assert!(log.contains(&format!("the dashboard: {}/ui", server.url)), "{log}");
+}
+
+#[test]
+fn a_scheduled_job_waits_as_scheduled_runs_at_its_time_and_can_be_cancelled() {
+    let server = Server::start(&config());
+    let a = server.client(Some(TOKEN_A));
+    let body = |input: &Value| input.to_string().into_bytes();
+    let eur = json!({ "amount": 1, "currency": "EUR" });
+
+    // An hour away: scheduled, listed so, cancelled before it ran.
+    let later = a.post("/v1/topics/a-quote/jobs?delay=1h", Some((&body(&eur), "application/json")), &[]).unwrap();
+    let run_at = humantime::parse_rfc3339(later["run_at"].as_str().unwrap()).unwrap();
+    let from_now = run_at.duration_since(std::time::SystemTime::now()).unwrap();
+    assert!(from_now > Duration::from_secs(3500) && from_now <= Duration::from_secs(3600), "{from_now:?}");
+    let job = job_state(&a, &later["id"]);
+    assert_eq!((job["state"].clone(), job["not_before"].clone()), (json!("scheduled"), later["run_at"].clone()));
+    let scheduled = a.get("/v1/jobs?state=scheduled").unwrap()["jobs"].as_array().unwrap().clone();
+    assert_eq!(scheduled.iter().map(|j| j["id"].clone()).collect::<Vec<_>>(), [later["id"].clone()]);
+    assert_eq!(a.post(&format!("/v1/jobs/{}/cancel", later["id"]), None, &[]).unwrap()["result"], "cancelled");
+    assert_eq!(job_state(&a, &later["id"])["state"], "cancelled");
+
+    // A second away: run once its time came, not before.
+    let soon = a.post("/v1/topics/a-quote/jobs?delay=1s", Some((&body(&eur), "application/json")), &[]).unwrap();
+    server.wait_until("the scheduled job ends", |_| ended(&job_state(&a, &soon["id"])));
+    let job = job_state(&a, &soon["id"]);
+    let started = humantime::parse_rfc3339(job["attempts"][0]["started_at"].as_str().unwrap()).unwrap();
+    let due = humantime::parse_rfc3339(soon["run_at"].as_str().unwrap()).unwrap();
+    assert!(started >= due, "started {started:?}, due {due:?}");
+    assert_eq!(job["state"], "completed");
+
+    // A time already past runs at once; a batch schedules each job alone.
+    let past = "2020-01-01T00:00:00Z";
+    let now = a.post(&format!("/v1/topics/a-quote/jobs?run_at={past}"), Some((&body(&eur), "application/json")), &[]);
+    let now = now.unwrap();
+    server.wait_until("the past-due job ends", |_| ended(&job_state(&a, &now["id"])));
+    let batch = json!([
+        { "input": eur, "run_at": "2999-01-01T08:00:00+02:00" },
+        { "input": eur },
+        { "input": eur, "delay": "2h" },
+    ]);
+    let enqueued = a.post("/v1/topics/a-quote/jobs/batch", Some((&body(&batch), "application/json")), &[]).unwrap();
+    let ids: Vec<Value> = enqueued["jobs"].as_array().unwrap().iter().map(|j| j["id"].clone()).collect();
+    server.wait_until("the unscheduled one ends", |_| ended(&job_state(&a, &ids[1])));
+    let first = job_state(&a, &ids[0]);
+    assert_eq!(
+        (first["state"].clone(), first["not_before"].clone()),
+        (json!("scheduled"), json!("2999-01-01T06:00:00.000Z"))
+    );
+    assert_eq!(job_state(&a, &ids[2])["state"], "scheduled");
 }

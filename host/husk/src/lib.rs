@@ -78,5 +78,5 @@ pub mod versions;
 pub mod wire;
 pub mod worker;
 
-pub use dispatch::Enqueue;
+pub use dispatch::{Enqueue, EnqueueJob};
 pub use host::{Host, HostBuilder, HostError, MapperSpec, OperatorFile, PluginSource, Topic};

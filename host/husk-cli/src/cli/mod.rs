@@ -146,10 +146,19 @@ struct EnqueueArgs {
     /// job.
     #[arg(long)]
     key: Option<String>,
+    /// Schedule the job: not to run before this time (RFC 3339, e.g.
+    /// `2026-12-24T18:00:00Z`).
+    #[arg(long, conflicts_with = "delay")]
+    at: Option<String>,
+    /// Schedule the job: not to run before this long from now (e.g. `10s`,
+    /// `1h 30m`).
+    #[arg(long)]
+    delay: Option<String>,
     /// Enqueue the jobs of a JSON Lines file instead, one per line, each as
-    /// the batch endpoint takes it: `{"input": …, "key": "…"}` (key
-    /// optional); sent in batches of `--batch`, each one transaction.
-    #[arg(long, conflicts_with_all = ["input", "key"])]
+    /// the batch endpoint takes it: `{"input": …, "key": "…", "run_at":
+    /// "…", "delay": "…"}` (all but input optional); sent in batches of
+    /// `--batch`, each one transaction.
+    #[arg(long, conflicts_with_all = ["input", "key", "at", "delay"])]
     file: Option<PathBuf>,
     /// Jobs per request with `--file` (at most 10,000).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u16).range(1..=10_000))]

@@ -82,12 +82,14 @@ pub(super) fn enqueue(args: &EnqueueArgs) -> anyhow::Result<ExitCode> {
         return enqueue_file(args, file);
     }
     let input = read_input(&args.input)?;
-    let path = format!("/v1/topics/{}/jobs", args.topic);
+    let schedule = query(&[("run_at", args.at.as_ref()), ("delay", args.delay.as_ref())]);
+    let path = format!("/v1/topics/{}/jobs{schedule}", args.topic);
     let headers: Vec<(&str, &str)> = args.key.iter().map(|k| ("Idempotency-Key", k.as_str())).collect();
     let value = args.remote.client().post(&path, Some((&input, "application/json")), &headers)?;
     print(&args.remote, &value, |v| {
         let how = if v["created"] == Value::Bool(true) { "enqueued" } else { "already enqueued with this key" };
-        format!("job {} {how} on topic {}\n", v["id"], text(&v["topic"]))
+        let when = v["run_at"].as_str().map(|at| format!(", scheduled for {at}")).unwrap_or_default();
+        format!("job {} {how} on topic {}{when}\n", v["id"], text(&v["topic"]))
     })
 }
 
@@ -105,7 +107,10 @@ fn enqueue_file(args: &EnqueueArgs, file: &std::path::Path) -> anyhow::Result<Ex
         type Members = std::collections::HashMap<String, Box<serde_json::value::RawValue>>;
         match serde_json::from_str::<Members>(line) {
             Ok(job) if job.contains_key("input") => jobs.push((n, line)),
-            _ => anyhow::bail!("{}:{n}: not a job: a JSON object with `input` (and optionally `key`)", file.display()),
+            _ => anyhow::bail!(
+                "{}:{n}: not a job: a JSON object with `input` (and optionally `key`, `run_at`, `delay`)",
+                file.display()
+            ),
         }
     }
     let path = format!("/v1/topics/{}/jobs/batch", args.topic);
@@ -170,6 +175,9 @@ pub(super) fn job(args: &IdArgs) -> anyhow::Result<ExitCode> {
             text(&job["state"]),
             job["attempt"]
         );
+        if let Some(at) = job["not_before"].as_str() {
+            out += &format!("not before: {at}\n");
+        }
         let attempts: Vec<Vec<String>> = job["attempts"]
             .as_array()
             .into_iter()

@@ -20,10 +20,11 @@ use super::model::{
     BatchEnqueued, BatchJobEnqueued, CancelResult, Cancelled, Enqueued, IncidentAction, IncidentList, IncidentResult,
     Job, JobList, JobStatus,
 };
-use super::{Api, ApiError, Caller, ErrorKind, blocking, read_body};
-use husk::Enqueue;
+use super::schedule::{ScheduleQuery, start_of};
+use super::{Api, ApiError, Caller, ErrorKind, blocking, model, read_body};
 use husk::outcome::OutcomeKind;
 use husk::store::{self, DiscardResult, JobId, JobRecord, ListFilter, RetryIncidentResult};
+use husk::{Enqueue, EnqueueJob};
 
 /// The header carrying an idempotency key.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -39,11 +40,13 @@ pub(super) const MAX_BATCH_JOBS: usize = 10_000;
 
 /// Enqueues a job: the body is its input (any JSON). With an
 /// `Idempotency-Key` header, the same key on the same topic returns the same
-/// job (200) instead of enqueueing another (201).
+/// job (200) instead of enqueueing another (201). With `run_at` or `delay`
+/// the job is `scheduled` until then.
 #[utoipa::path(
     post, path = "/topics/{topic}/jobs", tag = "jobs",
     params(
         ("topic" = String, Path, description = "The topic."),
+        ScheduleQuery,
         ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 200, pattern = "^[!-~]+$",
             description = "Visible ASCII: the same key on the same topic names the same job."),
     ),
@@ -54,7 +57,7 @@ pub(super) const MAX_BATCH_JOBS: usize = 10_000;
             ("CancelJob" = (operation_id = "cancel", parameters(("id" = "$response.body#/id")))),
         )),
         (status = 200, description = "The key named a job enqueued before.", body = Enqueued),
-        (status = 400, description = "`malformed-json` or `bad-request` (the key).", body = ApiError),
+        (status = 400, description = "`malformed-json` or `bad-request` (the key, `run_at`, `delay`).", body = ApiError),
         (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
         (status = 413, body = ApiError), (status = 429, description = "`quota-exceeded`.", body = ApiError),
         (status = 409, description = "`store-conflict`.", body = ApiError),
@@ -65,6 +68,7 @@ pub(super) async fn enqueue(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(topic): Path<String>,
+    schedule: Result<Query<ScheduleQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Enqueued>), ApiError> {
@@ -72,12 +76,16 @@ pub(super) async fn enqueue(
     // before reading the answer (see `read_body`).
     let body = read_body(body, api.limits.input).await?;
     api.own_topic(&caller.tenant, &topic)?;
+    let Query(schedule) = schedule.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let start = start_of(schedule.run_at.as_deref(), schedule.delay.as_deref(), SystemTime::now(), "the job")?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::body(&e, "a job's input"))?;
     let key = idempotency_key(&headers)?.map(|key| topic_key(&topic, key));
+    let job = EnqueueJob { input: body.to_vec(), key, not_before: start };
     // Where it can, no thread waits for the store's commit.
-    let enqueued = api.host.submit_async(Enqueue::keyed(topic.clone(), body, key)).await?.remove(0);
+    let enqueued = api.host.submit_async(Enqueue::jobs(topic.clone(), vec![job])).await?.remove(0);
     let status = if enqueued.created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, Json(Enqueued { id: enqueued.id.0, topic, created: enqueued.created })))
+    let run_at = start.filter(|_| enqueued.created).map(model::time);
+    Ok((status, Json(Enqueued { id: enqueued.id.0, topic, created: enqueued.created, run_at })))
 }
 
 /// A batch's body in the document: an array of 1 to [`MAX_BATCH_JOBS`]
@@ -114,12 +122,23 @@ pub(super) struct BatchJob<'a> {
     #[serde(borrow)]
     #[schema(value_type = Option<String>, min_length = 1, max_length = 200, pattern = "^[!-~]+$")]
     key: Option<Cow<'a, str>>,
+    /// Not before this time (RFC 3339), as a single enqueue's `run_at`.
+    #[serde(default)]
+    #[serde(borrow)]
+    #[schema(value_type = Option<String>, format = DateTime, example = "2026-12-03T08:30:00Z")]
+    run_at: Option<Cow<'a, str>>,
+    /// Not before this long from now, as a single enqueue's `delay`.
+    #[serde(default)]
+    #[serde(borrow)]
+    #[schema(value_type = Option<String>, pattern = r"^([0-9]{1,5} ?(ms|s|m|h|d|w) ?)+$", example = "1h 30m")]
+    delay: Option<Cow<'a, str>>,
 }
 
 /// Enqueues a batch: 1 to 10,000 jobs in one transaction, all or none (a
 /// bad job, or a batch that would take the tenant past its `max_queued`,
 /// enqueues nothing). A key works as the `Idempotency-Key` header does,
-/// across batches and within one (a repeat names the first job).
+/// across batches and within one (a repeat names the first job); `run_at`
+/// or `delay` schedules a job as they do on a single enqueue.
 #[utoipa::path(
     post, path = "/topics/{topic}/jobs/batch", tag = "jobs",
     params(("topic" = String, Path, description = "The topic.")),
@@ -127,7 +146,7 @@ pub(super) struct BatchJob<'a> {
     responses(
         (status = 201, description = "At least one job was created.", body = BatchEnqueued),
         (status = 200, description = "Every key named a job enqueued before.", body = BatchEnqueued),
-        (status = 400, description = "`malformed-json`, `invalid-body` or `bad-request` (an empty batch, a bad key).", body = ApiError),
+        (status = 400, description = "`malformed-json`, `invalid-body` or `bad-request` (an empty batch, a bad key, `run_at` or `delay`).", body = ApiError),
         (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
         (status = 413, body = ApiError), (status = 429, description = "`quota-exceeded`.", body = ApiError),
         (status = 409, description = "`store-conflict`.", body = ApiError),
@@ -158,6 +177,7 @@ pub(super) async fn enqueue_batch(
         return Err(ApiError::bad_request(format!("a batch holds 1 to {MAX_BATCH_JOBS} jobs, not {}", batch.len())));
     }
     let mut jobs = Vec::with_capacity(batch.len());
+    let now = SystemTime::now();
     for (i, job) in batch.iter().enumerate() {
         let input = job.input.get().as_bytes();
         if input.len() > api.limits.input {
@@ -168,9 +188,10 @@ pub(super) async fn enqueue_batch(
             Some(key) => Some(topic_key(&topic, valid_key(key).ok_or_else(|| bad_key(&format!("job {i}'s `key`")))?)),
             None => None,
         };
-        jobs.push((input.to_vec(), key));
+        let not_before = start_of(job.run_at.as_deref(), job.delay.as_deref(), now, &format!("job {i}"))?;
+        jobs.push(EnqueueJob { input: input.to_vec(), key, not_before });
     }
-    let enqueued = api.host.submit_async(Enqueue::batch(topic.clone(), jobs)).await?;
+    let enqueued = api.host.submit_async(Enqueue::jobs(topic.clone(), jobs)).await?;
     let created = enqueued.iter().filter(|e| e.created).count();
     let status = if created > 0 { StatusCode::CREATED } else { StatusCode::OK };
     let jobs = enqueued.iter().map(|e| BatchJobEnqueued { id: e.id.0, created: e.created }).collect();

@@ -16,6 +16,7 @@ mod jobs;
 pub mod model;
 mod outcomes;
 mod plugins;
+mod schedule;
 
 use std::sync::Arc;
 

@@ -5,19 +5,34 @@
 use super::*;
 
 /// Jobs to enqueue on one topic, in one transaction, all or none: each an
-/// input (by convention JSON) with an optional idempotency key, not to run
-/// before [`Enqueue::not_before`]. A key already taken — by an earlier job,
-/// live or ended, or earlier in the request — enqueues nothing and names
-/// that job (`created: false`). One request type for one job or many,
-/// keyed or not, waited for on a thread or awaited.
+/// [`EnqueueJob`]. A key already taken — by an earlier job, live or ended,
+/// or earlier in the request — enqueues nothing and names that job
+/// (`created: false`). One request type for one job or many, keyed or not,
+/// scheduled or not, waited for on a thread or awaited.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enqueue {
     /// The topic.
     pub topic: String,
-    /// The jobs, in order: each an input and an optional idempotency key.
-    pub jobs: Vec<(Vec<u8>, Option<String>)>,
-    /// Do not run before this time; `None` for as soon as possible.
+    /// The jobs, in order.
+    pub jobs: Vec<EnqueueJob>,
+}
+
+/// One job of an [`Enqueue`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnqueueJob {
+    /// Its input (by convention JSON).
+    pub input: Vec<u8>,
+    /// An idempotency key (see [`NewJob::key`]); `None`: always enqueued.
+    pub key: Option<String>,
+    /// Not to run before this time (a scheduled job); `None` or a time
+    /// already past: as soon as possible.
     pub not_before: Option<SystemTime>,
+}
+
+impl From<(Vec<u8>, Option<String>)> for EnqueueJob {
+    fn from((input, key): (Vec<u8>, Option<String>)) -> Self {
+        Self { input, key, not_before: None }
+    }
 }
 
 impl Enqueue {
@@ -38,13 +53,20 @@ impl Enqueue {
 
     /// Jobs, each with an idempotency key or none.
     pub fn batch(topic: impl Into<String>, jobs: Vec<(Vec<u8>, Option<String>)>) -> Self {
-        Self { topic: topic.into(), jobs, not_before: None }
+        Self::jobs(topic, jobs.into_iter().map(EnqueueJob::from).collect())
     }
 
-    /// The same jobs, not to run before `at`.
+    /// Jobs, each as it says.
+    pub fn jobs(topic: impl Into<String>, jobs: Vec<EnqueueJob>) -> Self {
+        Self { topic: topic.into(), jobs }
+    }
+
+    /// The same jobs, none to run before `at`.
     #[must_use]
     pub fn not_before(mut self, at: SystemTime) -> Self {
-        self.not_before = Some(at);
+        for job in &mut self.jobs {
+            job.not_before = Some(at);
+        }
         self
     }
 }
@@ -146,12 +168,19 @@ impl Dispatcher {
     /// The jobs of a request to store, with their topic's retry policy and
     /// whether their inputs outlive them.
     fn new_jobs(&self, request: Enqueue) -> Result<Vec<NewJob>, EnqueueError> {
-        let Enqueue { topic, jobs, not_before } = request;
+        let Enqueue { topic, jobs } = request;
         let topic_policy = self.topic(&topic).ok_or_else(|| EnqueueError::UnknownTopic(topic.clone()))?;
         let (policy, keep_input) = (self.resolve_retry(&topic_policy), !topic_policy.drop_input);
         Ok(jobs
             .into_iter()
-            .map(|(input, key)| NewJob { topic: topic.clone(), input, policy, not_before, key, keep_input })
+            .map(|EnqueueJob { input, key, not_before }| NewJob {
+                topic: topic.clone(),
+                input,
+                policy,
+                not_before,
+                key,
+                keep_input,
+            })
             .collect())
     }
 

@@ -30,6 +30,11 @@ pub struct Enqueued {
     pub topic: String,
     /// False when the key named a job enqueued before.
     pub created: bool,
+    /// When a job created `scheduled` may first run (RFC 3339); absent
+    /// when it may run at once, or was not created.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub run_at: Option<String>,
 }
 
 /// One job of a batch's answer.
