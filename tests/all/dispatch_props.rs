@@ -54,7 +54,7 @@ fn check(
     let mapper = crate::rig::rules(serde_json::json!([{ "code": "business", "classify_as": "business-error" }]));
     let retry = RetryPolicySpec::Fixed { max_attempts, delay: Duration::from_secs(delay) };
     rig.dispatcher
-        .set_topic("t", husk::dispatch::TopicPolicy { retry: Some(retry), mapper: Some(mapper), drop_input: false });
+        .set_topic("t", husk::dispatch::TopicPolicy { retry: Some(retry), mapper: Some(mapper), ..Default::default() });
     let ids: Vec<JobId> = (0..jobs).map(|_| rig.enqueue("t")).collect();
     let mut held: Vec<LockedJob> = Vec::new();
     let mut attempts_seen: HashMap<JobId, u32> = HashMap::new();

@@ -340,6 +340,10 @@ fn bad_config_and_store_input_fail_at_start_with_one_line_naming_them() {
     assert!(error.contains("topics.t.mapper_deadline") && error.contains("`mapper_rules`"), "{error}");
     let error = run(&format!("store = \"memory\"\n[retention]\ndrop_inputs = [\"t\", \"typo\"]\n{topic}"));
     assert!(error.contains("retention.drop_inputs[1]") && error.contains("no topic `typo`"), "{error}");
+    let error = run(&format!("store = \"memory\"\n{topic}permanent_faults = [\"billing.*\", \"*.x\"]\n"));
+    assert!(error.contains("topics.t.permanent_faults") && error.contains("`*.x`"), "{error}");
+    let error = run(&format!("store = \"memory\"\npermanent_faults = [\"\"]\n{topic}"));
+    assert!(error.contains("permanent_faults") && error.contains("names no code"), "{error}");
 
     let garbage = dir.path().join("garbage.db");
     std::fs::write(&garbage, vec![0x5a; 8192]).unwrap();

@@ -162,6 +162,10 @@ pub fn serve(options: &ServeOptions, stop: Stop, ready: impl FnOnce(SocketAddr))
     if let Some(retry) = config.retry {
         builder = builder.default_retry(retry);
     }
+    let invalid = |error| crate::config::ConfigError::Invalid { file: config_path.to_owned(), error };
+    if let Some(faults) = config.permanent_faults().map_err(invalid)? {
+        builder = builder.permanent_faults(faults);
+    }
     if let Some(keep) = config.kept_versions {
         builder = builder.kept_versions(keep);
     }
@@ -175,9 +179,7 @@ pub fn serve(options: &ServeOptions, stop: Stop, ready: impl FnOnce(SocketAddr))
             Quota::default().with_max_concurrent(tenant.max_concurrent).with_max_queued(tenant.max_queued),
         );
     }
-    let topics = config
-        .topics(base)
-        .map_err(|error| crate::config::ConfigError::Invalid { file: config_path.to_owned(), error })?;
+    let topics = config.topics(base).map_err(invalid)?;
     for topic in topics {
         builder = builder.topic(topic);
     }

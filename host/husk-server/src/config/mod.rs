@@ -120,6 +120,11 @@ pub struct Config {
     /// 1s..60s with jitter).
     #[serde(default)]
     pub retry: Option<RetryPolicySpec>,
+    /// Fault codes (or prefixes ending in `*`) never retried: such a job
+    /// ends at once, an incident (default: `http.http-request-denied`,
+    /// `invalid-input`; a list replaces them).
+    #[serde(default)]
+    pub permanent_faults: Option<Vec<String>>,
     /// The HTTP API's address (default `127.0.0.1:8080`; `--listen`
     /// overrides it).
     #[serde(default)]
@@ -334,6 +339,12 @@ impl Config {
         for (name, topic) in &self.topics {
             self.check_ceilings(name, topic)?;
         }
+        self.permanent_faults()?;
+        for (name, topic) in &self.topics {
+            if let Some(codes) = &topic.permanent_faults {
+                topic::permanent_faults(codes, &format!("topics.{name}.permanent_faults"))?;
+            }
+        }
         for (i, topic) in self.retention.drop_inputs.iter().enumerate() {
             if !self.topics.contains_key(topic) {
                 return Err(KeyError::new(format!("retention.drop_inputs[{i}]"), format!("no topic `{topic}`")));
@@ -465,6 +476,15 @@ impl Config {
     /// The grace period of a shutdown.
     pub fn shutdown_grace(&self) -> Duration {
         self.shutdown_grace.unwrap_or(Duration::from_secs(10))
+    }
+
+    /// The engine-wide `permanent_faults`, when the file sets them.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError`] for a bad entry.
+    pub fn permanent_faults(&self) -> Result<Option<husk::permanent::PermanentFaults>, KeyError> {
+        self.permanent_faults.as_deref().map(|codes| topic::permanent_faults(codes, "permanent_faults")).transpose()
     }
 
     /// The topics, ready for [`husk::host::HostBuilder::topic`], their

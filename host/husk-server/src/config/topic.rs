@@ -9,6 +9,7 @@ use serde::Deserialize;
 use husk::capability::{AllowedHost, ConfigGrant, Grants, HttpGrant, Secret};
 use husk::classify::Rule;
 use husk::host::{MapperSpec, OperatorFile, PluginSource, Topic};
+use husk::permanent::PermanentFaults;
 use husk::retry::RetryPolicySpec;
 use husk::sandbox::Limits;
 
@@ -47,6 +48,10 @@ pub struct TopicConfig {
     /// The topic's retry policy (default: the engine-wide one).
     #[serde(default)]
     pub retry: Option<RetryPolicySpec>,
+    /// Fault codes (or prefixes ending in `*`) the topic never retries,
+    /// replacing the engine-wide `permanent_faults`.
+    #[serde(default)]
+    pub permanent_faults: Option<Vec<String>>,
     /// An error-mapper component, or `"self"` when the plugin exports
     /// `classify` itself.
     #[serde(default)]
@@ -149,6 +154,10 @@ impl TopicConfig {
         if let Some(retry) = self.retry {
             topic = topic.with_retry(retry);
         }
+        if let Some(codes) = &self.permanent_faults {
+            let key = format!("topics.{name}.permanent_faults");
+            topic = topic.with_permanent_faults(permanent_faults(codes, &key)?);
+        }
         if let Some(deadline) = self.mapper_deadline {
             topic = topic.with_mapper_deadline(deadline);
         }
@@ -182,4 +191,9 @@ pub(super) fn parse_hosts(hosts: &[String], key: &str) -> Result<Vec<AllowedHost
         .enumerate()
         .map(|(i, entry)| AllowedHost::parse(entry).map_err(|e| KeyError::new(format!("{key}[{i}]"), e.to_string())))
         .collect()
+}
+
+/// A `permanent_faults` list (at `key`), checked.
+pub(super) fn permanent_faults(codes: &[String], key: &str) -> Result<PermanentFaults, KeyError> {
+    PermanentFaults::new(codes.iter().cloned()).map_err(|e| KeyError::new(key, e.to_string()))
 }

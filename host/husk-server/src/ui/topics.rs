@@ -45,6 +45,8 @@ fn about(ui: &Ui, name: &str) -> pages::topic::About {
             memory: limits.memory,
             fuel: limits.fuel,
             retry: host.retry_of(topic),
+            permanent: topic.permanent_faults().to_string(),
+            drops_inputs: topic.drops_inputs(),
             mapper: topic.has_mapper(),
             allowed_hosts: hosts.unwrap_or_default(),
         }

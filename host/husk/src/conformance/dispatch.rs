@@ -7,6 +7,7 @@ use crate::clock::Clock;
 use crate::dispatch::TopicPolicy;
 use crate::fault::{Fault, codes};
 use crate::outcome::Outcome;
+use crate::permanent::PermanentFaults;
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::Ending;
 use crate::store::{CancelResult, JobId, JobState, Report, Reported};
@@ -28,8 +29,10 @@ pub(super) fn payments_mapper() -> crate::classify::ErrorMapper {
 
 pub(super) fn payments_rig(backend: &dyn Backend, retry: RetryPolicySpec) -> Rig {
     let rig = Rig::on(backend, None);
-    rig.dispatcher
-        .set_topic("payments", TopicPolicy { retry: Some(retry), mapper: Some(payments_mapper()), drop_input: false });
+    rig.dispatcher.set_topic(
+        "payments",
+        TopicPolicy { retry: Some(retry), mapper: Some(payments_mapper()), ..Default::default() },
+    );
     rig
 }
 
@@ -81,6 +84,42 @@ pub fn technical_non_retryable_fails_at_once(backend: &dyn Backend) {
     }
 }
 
+/// Conformance check: permanent faults end at once and a topic's list replaces the default.
+pub fn permanent_faults_end_at_once_and_a_topic_list_replaces_the_default(backend: &dyn Backend) {
+    let rig = Rig::with_topic(backend, fixed(5, 1));
+    let judged = |rig: &Rig, topic: &str, code: &str| {
+        rig.enqueue(topic);
+        let job = rig.fetch_one(topic);
+        let report =
+            rig.dispatcher.judge(&job, Ending::Fault(Fault::new(code, "")), crate::store::AttemptRun::default());
+        rig.dispatcher.submit_reports(vec![(job.lock, report.clone())]).unwrap();
+        report
+    };
+    // husk's own, by default: a denied host, an input the guest cannot read.
+    for code in ["http.http-request-denied", "invalid-input"] {
+        match judged(&rig, "t", code) {
+            Report::End { outcome: Outcome::Failed { attempts: 1, diagnostic, .. }, .. } => {
+                assert!(diagnostic.contains("permanent fault"), "{diagnostic}");
+            }
+            other => panic!("{code}: expected Failed at once, got {other:?}"),
+        }
+    }
+    assert!(matches!(judged(&rig, "t", "http.connection-refused"), Report::ReArm { .. }));
+    // A topic's own list replaces the default; a prefix ends in `*`.
+    let own = PermanentFaults::new(["billing.*"]).unwrap();
+    rig.dispatcher.set_topic("own", TopicPolicy { retry: Some(fixed(5, 1)), permanent: own, ..Default::default() });
+    assert!(matches!(judged(&rig, "own", "billing.card-declined"), Report::End { .. }));
+    assert!(matches!(judged(&rig, "own", "http.http-request-denied"), Report::ReArm { .. }), "not in its list");
+    // A mapper's business classification still wins: only technical
+    // faults are looked up.
+    let mapper = rules(json!([{ "code": "invalid-input", "classify_as": "business-error" }]));
+    let policy = TopicPolicy { retry: Some(fixed(5, 1)), mapper: Some(mapper), ..Default::default() };
+    rig.dispatcher.set_topic("mapped", policy);
+    let report = judged(&rig, "mapped", "invalid-input");
+    assert!(matches!(report, Report::End { outcome: Outcome::BusinessError { .. }, .. }), "{report:?}");
+    assert_eq!(rig.dispatcher.totals().retries, 2, "only the two retryable faults were retried");
+}
+
 /// Conformance check: no mapper means technical.
 pub fn no_mapper_means_technical(backend: &dyn Backend) {
     let rig = Rig::with_topic(backend, fixed(2, 1));
@@ -95,7 +134,7 @@ pub fn no_mapper_means_technical(backend: &dyn Backend) {
 pub fn host_reserved_codes_go_through_the_mapper(backend: &dyn Backend) {
     let rig = Rig::on(backend, None);
     let mapper = rules(json!([{ "code": "husk.timeout", "classify_as": "business-status", "status": "too-slow" }]));
-    rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 1)), mapper: Some(mapper), drop_input: false });
+    rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 1)), mapper: Some(mapper), ..Default::default() });
     let id = rig.enqueue("t");
     let job = rig.fetch_one("t");
     rig.fail(&job, codes::TIMEOUT);
@@ -107,7 +146,7 @@ pub fn two_level_policy_is_resolved_at_enqueue_and_stored(backend: &dyn Backend)
     let engine_default = fixed(7, 2);
     let topic_policy = fixed(4, 9);
     let rig = Rig::on(backend, Some(engine_default));
-    rig.dispatcher.set_topic("own", TopicPolicy { retry: Some(topic_policy), mapper: None, drop_input: false });
+    rig.dispatcher.set_topic("own", TopicPolicy { retry: Some(topic_policy), mapper: None, ..Default::default() });
     rig.dispatcher.set_topic("inherits", TopicPolicy::default());
     assert_eq!(rig.get(rig.enqueue("own")).policy, topic_policy);
     assert_eq!(rig.get(rig.enqueue("inherits")).policy, engine_default);

@@ -112,7 +112,7 @@ impl Rig {
     /// A rig on `backend` with one topic `t` using `retry` and no mapper.
     pub fn with_topic(backend: &dyn Backend, retry: RetryPolicySpec) -> Self {
         let rig = Self::on(backend, None);
-        rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(retry), mapper: None, drop_input: false });
+        rig.dispatcher.set_topic("t", TopicPolicy { retry: Some(retry), mapper: None, ..Default::default() });
         rig
     }
 
@@ -197,6 +197,7 @@ macro_rules! store_conformance {
             [$($attrs)*] ($backend)
             dispatch::raw_fault_classified_to_business_error_is_delivered_terminal,
             dispatch::raw_fault_classified_to_business_status_is_delivered_terminal,
+            dispatch::permanent_faults_end_at_once_and_a_topic_list_replaces_the_default,
             dispatch::unmatched_fault_is_technical_and_retried,
             dispatch::technical_non_retryable_fails_at_once,
             dispatch::no_mapper_means_technical,

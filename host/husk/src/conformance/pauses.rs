@@ -70,7 +70,7 @@ pub fn a_fetch_of_a_paused_topic_sleeps_through_enqueues_until_the_resume(backen
     let store = Arc::new(CountingFetches { store: fresh.store.clone(), fetches: AtomicUsize::new(0) });
     let clock = ManualClock::new();
     let dispatcher = Dispatcher::new(store.clone(), Arc::new(clock), Arc::new(CollectingSink::new()), None);
-    dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 10)), mapper: None, drop_input: false });
+    dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 10)), mapper: None, ..Default::default() });
     assert!(dispatcher.set_paused("t", true).unwrap());
     let fetches = || store.fetches.load(Ordering::SeqCst);
     let (tx, rx) = mpsc::channel();

@@ -75,7 +75,7 @@ impl Counted {
     pub(super) fn new(rig: &Rig) -> Self {
         let store = Arc::new(CountingFetches { store: rig.dispatcher.store().clone(), fetches: AtomicUsize::new(0) });
         let dispatcher = Dispatcher::new(store.clone(), Arc::new(rig.clock.clone()), rig.sink.clone(), None);
-        dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 10)), mapper: None, drop_input: false });
+        dispatcher.set_topic("t", TopicPolicy { retry: Some(fixed(3, 10)), mapper: None, ..Default::default() });
         Self { store, dispatcher }
     }
 
@@ -112,7 +112,7 @@ pub(super) fn next_look<T>(
 /// Conformance check: a waiting fetch wakes at the nearest gate.
 pub fn a_waiting_fetch_wakes_at_the_nearest_gate(backend: &dyn Backend) {
     let rig = Rig::with_topic(backend, fixed(3, 10));
-    rig.dispatcher.set_topic("later", TopicPolicy { retry: Some(fixed(3, 20)), mapper: None, drop_input: false });
+    rig.dispatcher.set_topic("later", TopicPolicy { retry: Some(fixed(3, 20)), mapper: None, ..Default::default() });
     let near = rig.enqueue("t");
     rig.enqueue("later");
     let job = rig.fetch_one("t");

@@ -38,6 +38,7 @@ use crate::clock::Clock;
 use crate::fault::Fault;
 use crate::notify::{Notifier, Seen};
 use crate::outcome::{Outcome, OutcomeSink, TerminalOutcome};
+use crate::permanent::PermanentFaults;
 use crate::quota::ConcurrencyGate;
 use crate::retry::{RetryPolicy, RetryPolicySpec};
 use crate::sandbox::{CancelToken, Ending};
@@ -57,6 +58,9 @@ pub struct TopicPolicy {
     /// Whether its jobs' inputs are dropped when they end (personal data,
     /// say); `false` keeps each with its outcome (see [`NewJob::keep_input`]).
     pub drop_input: bool,
+    /// Technical faults never retried: such a job ends at once, an
+    /// incident (default: [`PermanentFaults::default`]).
+    pub permanent: PermanentFaults,
 }
 
 /// Why an enqueue was refused.
@@ -295,6 +299,10 @@ impl Dispatcher {
         };
         let policy = self.topic(&job.topic);
         let classification = classify(policy.as_ref().and_then(|p| p.mapper.as_ref()), &fault);
+        let permanent = |code: &str| match &policy {
+            Some(policy) => policy.permanent.matches(code),
+            None => PermanentFaults::default().matches(code),
+        };
         let failed = |diagnostic: String, fault: Fault| Outcome::Failed {
             topic: job.topic.clone(),
             attempts: job.attempt,
@@ -306,6 +314,9 @@ impl Dispatcher {
             Classification::BusinessError { code, message } => Outcome::BusinessError { code, message },
             Classification::BusinessStatus { value } => Outcome::BusinessStatus { value },
             Classification::TechnicalNonRetryable { diagnostic } => failed(diagnostic, fault),
+            Classification::Technical { diagnostic } if permanent(&fault.code) => {
+                failed(format!("{diagnostic}; `{}` is a permanent fault: never retried", fault.code), fault)
+            }
             Classification::Technical { diagnostic } => match job.policy.retry(job.attempt, &diagnostic) {
                 Some(backoff) => return Report::ReArm { fault, not_before: self.clock.now() + backoff, run },
                 None => failed(diagnostic, fault),

@@ -28,9 +28,10 @@ use topic::{Runner, load_mapper};
 
 use crate::classify::RuleError;
 use crate::clock::{Clock, SystemClock};
-use crate::dispatch::{Dispatcher, Enqueue, EnqueueError, Snapshot, TopicPolicy};
+use crate::dispatch::{Dispatcher, Enqueue, EnqueueError, Snapshot};
 use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::outcome::{NullSink, OutcomeSink};
+use crate::permanent::PermanentFaults;
 use crate::plugin::PluginError;
 use crate::quota::{ConcurrencyGate, QueueCheck, Quota, SharedGate};
 use crate::retry::RetryPolicySpec;
@@ -90,6 +91,7 @@ pub struct HostBuilder {
     sink: Arc<dyn OutcomeSink>,
     engine: EngineConfig,
     default_retry: Option<RetryPolicySpec>,
+    permanent_faults: Option<PermanentFaults>,
     topics: Vec<Topic>,
     quotas: HashMap<String, Quota>,
     observer: Option<Arc<dyn AttemptObserver>>,
@@ -127,6 +129,13 @@ impl HostBuilder {
     /// Sets the engine-wide default retry policy.
     pub fn default_retry(mut self, retry: RetryPolicySpec) -> Self {
         self.default_retry = Some(retry);
+        self
+    }
+
+    /// Sets the engine-wide list of technical faults never retried (default
+    /// [`PermanentFaults::default`]); a topic's own list replaces it.
+    pub fn permanent_faults(mut self, faults: PermanentFaults) -> Self {
+        self.permanent_faults = Some(faults);
         self
     }
 
@@ -183,7 +192,11 @@ impl HostBuilder {
     /// # Errors
     ///
     /// [`HostError`] naming the topic whose plugin, mapper or rules are bad.
-    pub fn build(self) -> Result<Host, HostError> {
+    pub fn build(mut self) -> Result<Host, HostError> {
+        let permanent = self.permanent_faults.take().unwrap_or_default();
+        for topic in &mut self.topics {
+            topic.permanent.get_or_insert_with(|| permanent.clone());
+        }
         let fuel = self.topics.iter().any(|t| t.limits.fuel.is_some());
         let engine = Engine::new(EngineConfig { fuel: self.engine.fuel || fuel, ..self.engine })?;
         let sandbox = Sandbox::new(engine).map_err(HostError::Link)?;
@@ -252,7 +265,7 @@ impl HostBuilder {
             };
             let own_plugin = swappable.as_ref().map(|s| s.log.lock().current().clone());
             let mapper = load_mapper(&sandbox, topic, own_plugin.as_ref())?;
-            dispatcher.set_topic(&topic.name, TopicPolicy { retry: topic.retry, mapper, drop_input: topic.drop_input });
+            dispatcher.set_topic(&topic.name, topic.policy(mapper));
             let gate = topic.tenant.as_ref().and_then(|t| gates.get(t)).cloned();
             let hooks = PoolHooks { gate, observer: self.observer.clone() };
             runtimes.push(TopicRuntime { topic: topic.clone(), handler, swappable, hooks });
@@ -332,6 +345,7 @@ impl Host {
             sink: Arc::new(NullSink),
             engine: EngineConfig::default(),
             default_retry: None,
+            permanent_faults: None,
             topics: Vec::new(),
             quotas: HashMap::new(),
             observer: None,

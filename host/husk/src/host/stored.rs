@@ -18,7 +18,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::capability::Grants;
-use crate::dispatch::{Dispatcher, TopicPolicy};
+use crate::dispatch::Dispatcher;
 use crate::engine::content_digest;
 use crate::plugin::{Plugin, PluginError, World};
 use crate::sandbox::Sandbox;
@@ -139,10 +139,7 @@ impl Swappable {
     ) -> VersionInfo {
         if matches!(self.topic.mapper, Some(MapperSpec::SamePlugin)) {
             let mapper = wasm_mapper(sandbox, &self.topic, plugin.clone());
-            dispatcher.set_topic(
-                &self.topic.name,
-                TopicPolicy { retry: self.topic.retry, mapper: Some(mapper), drop_input: self.topic.drop_input },
-            );
+            dispatcher.set_topic(&self.topic.name, self.topic.policy(Some(mapper)));
         }
         let previous = match grants {
             Some(grants) => self.wasm.swap_granted(plugin.clone(), grants),

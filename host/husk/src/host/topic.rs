@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use crate::capability::Grants;
 use crate::classify::{ErrorMapper, Rule, Rules};
+use crate::dispatch::TopicPolicy;
+use crate::permanent::PermanentFaults;
 use crate::plugin::{Plugin, PluginError, World};
 use crate::retry::RetryPolicySpec;
 use crate::sandbox::{Limits, Sandbox};
@@ -134,6 +136,7 @@ pub struct Topic {
     pub(super) mapper_deadline: Option<Duration>,
     pub(super) grants: Grants,
     pub(super) drop_input: bool,
+    pub(super) permanent: Option<PermanentFaults>,
 }
 
 impl std::fmt::Debug for Topic {
@@ -166,6 +169,7 @@ impl Topic {
             mapper_deadline: None,
             grants: Grants::default(),
             drop_input: false,
+            permanent: None,
         }
     }
 
@@ -259,6 +263,25 @@ impl Topic {
     /// ([`Topic::dropping_inputs`]).
     pub fn drops_inputs(&self) -> bool {
         self.drop_input
+    }
+
+    /// Sets the technical faults the topic never retries, replacing the
+    /// engine-wide list ([`HostBuilder::permanent_faults`](super::HostBuilder::permanent_faults)).
+    #[must_use]
+    pub fn with_permanent_faults(mut self, faults: PermanentFaults) -> Self {
+        self.permanent = Some(faults);
+        self
+    }
+
+    /// The technical faults the topic never retries: its own list, or once
+    /// the host is built the engine-wide one it fell back to.
+    pub fn permanent_faults(&self) -> PermanentFaults {
+        self.permanent.clone().unwrap_or_default()
+    }
+
+    /// How the dispatcher treats the topic's jobs, with `mapper`.
+    pub(super) fn policy(&self, mapper: Option<ErrorMapper>) -> TopicPolicy {
+        TopicPolicy { retry: self.retry, mapper, drop_input: self.drop_input, permanent: self.permanent_faults() }
     }
 
     /// Sets the topic's error mapper.

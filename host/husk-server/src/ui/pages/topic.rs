@@ -27,6 +27,8 @@ pub(in crate::ui) struct Settings {
     pub(in crate::ui) memory: u64,
     pub(in crate::ui) fuel: Option<u64>,
     pub(in crate::ui) retry: RetryPolicySpec,
+    pub(in crate::ui) permanent: String,
+    pub(in crate::ui) drops_inputs: bool,
     pub(in crate::ui) mapper: bool,
     pub(in crate::ui) allowed_hosts: Vec<String>,
 }
@@ -56,6 +58,10 @@ fn settings(settings: &Settings) -> Markup {
             dt { "Memory" } dd { (bytesize::ByteSize(settings.memory)) }
             dt { "Fuel" } dd { @match settings.fuel { Some(fuel) => (fuel), None => "unmetered" } }
             dt { "Retry" } dd.retry { (retry_text(settings.retry)) }
+            dt { "Never retried" } dd.permanent { (settings.permanent) }
+            dt { "Inputs" } dd {
+                @if settings.drops_inputs { "dropped when a job ends" } @else { "kept with the outcome" }
+            }
             dt { "Lock" } dd { (duration(settings.lock_duration)) " (how long a claimed job stays its worker's)" }
             dt { "Error mapper" } dd { @if settings.mapper { "yes" } @else { "none: every fault is technical" } }
             dt { "Outbound HTTP" } dd.hosts {
