@@ -140,6 +140,24 @@ fn every_bad_request_gets_its_status_and_error_and_changes_nothing() {
         ),
         ("a misspelt delay", a.post("/v1/topics/a-quote/jobs?dealy=5s", json_body("{}"), &[]), 400, "bad-request"),
         (
+            "a priority too high",
+            a.post("/v1/topics/a-quote/jobs?priority=101", json_body("{}"), &[]),
+            400,
+            "bad-request",
+        ),
+        (
+            "a priority not a number",
+            a.post("/v1/topics/a-quote/jobs?priority=hi", json_body("{}"), &[]),
+            400,
+            "bad-request",
+        ),
+        (
+            "a batch job with a priority too low",
+            a.post("/v1/topics/a-quote/jobs/batch", json_body(r#"[{"input": {}, "priority": -101}]"#), &[]),
+            400,
+            "bad-request",
+        ),
+        (
             "a batch job with a bad delay",
             a.post(
                 "/v1/topics/a-quote/jobs/batch",
@@ -572,11 +590,14 @@ fn a_scheduled_job_waits_as_scheduled_runs_at_its_time_and_can_be_cancelled() {
     assert!(started >= due, "started {started:?}, due {due:?}");
     assert_eq!(job["state"], "completed");
 
-    // A time already past runs at once; a batch schedules each job alone.
-    let past = "2020-01-01T00:00:00Z";
-    let now = a.post(&format!("/v1/topics/a-quote/jobs?run_at={past}"), Some((&body(&eur), "application/json")), &[]);
-    let now = now.unwrap();
-    server.wait_until("the past-due job ends", |_| ended(&job_state(&a, &now["id"])));
+    // A time already past (even before 1970) runs at once; a batch
+    // schedules each job alone.
+    for past in ["2020-01-01T00:00:00Z", "1969-01-01T00:00:00Z"] {
+        let path = format!("/v1/topics/a-quote/jobs?run_at={past}");
+        let now = a.post(&path, Some((&body(&eur), "application/json")), &[]).unwrap();
+        assert!(now.get("run_at").is_none(), "{now}");
+        server.wait_until("the past-due job ends", |_| ended(&job_state(&a, &now["id"])));
+    }
     let batch = json!([
         { "input": eur, "run_at": "2999-01-01T08:00:00+02:00" },
         { "input": eur },
@@ -591,4 +612,27 @@ fn a_scheduled_job_waits_as_scheduled_runs_at_its_time_and_can_be_cancelled() {
         (json!("scheduled"), json!("2999-01-01T06:00:00.000Z"))
     );
     assert_eq!(job_state(&a, &ids[2])["state"], "scheduled");
+}
+
+#[test]
+fn jobs_run_by_priority_then_oldest_first() {
+    let server = Server::start(&config());
+    let a = server.client(Some(TOKEN_A));
+    a.post("/v1/topics/a-quote/pause", None, &[]).unwrap();
+    let eur = json!({ "amount": 1, "currency": "EUR" }).to_string();
+    let mut ids = Vec::new();
+    for priority in [0, 10, -5, 10] {
+        let path = format!("/v1/topics/a-quote/jobs?priority={priority}");
+        ids.push(a.post(&path, Some((eur.as_bytes(), "application/json")), &[]).unwrap()["id"].clone());
+    }
+    let batch = json!([{ "input": { "amount": 1, "currency": "EUR" }, "priority": 100 }]).to_string();
+    let first = a.post("/v1/topics/a-quote/jobs/batch", Some((batch.as_bytes(), "application/json")), &[]).unwrap();
+    assert_eq!(job_state(&a, &ids[1])["priority"], 10);
+    a.post("/v1/topics/a-quote/resume", None, &[]).unwrap();
+    ids.push(first["jobs"][0]["id"].clone());
+    server.wait_until("every job ends", |_| ids.iter().all(|id| ended(&job_state(&a, id))));
+    let outcomes = a.get("/v1/outcomes?wait=0s").unwrap()["outcomes"].as_array().unwrap().clone();
+    let order: Vec<Value> = outcomes.iter().map(|o| o["job_id"].clone()).collect();
+    let want = [first["jobs"][0]["id"].clone(), ids[1].clone(), ids[3].clone(), ids[0].clone(), ids[2].clone()];
+    assert_eq!(order, want, "the highest priority first, each priority's oldest first");
 }

@@ -69,6 +69,7 @@ fn crash_child() {
             not_before: None,
             key: None,
             keep_input: true,
+            priority: 0,
         })
         .collect();
     for enqueued in store.enqueue(jobs, now()).unwrap() {

@@ -69,6 +69,7 @@ fn check_upgraded(store: &dyn JobStore) {
         not_before: None,
         key: Some("k".into()),
         keep_input: true,
+        priority: 0,
     };
     let first = store.enqueue(vec![keyed.clone()], now()).unwrap()[0];
     assert!(first.created);
@@ -78,7 +79,7 @@ fn check_upgraded(store: &dyn JobStore) {
     let topics = ["t".to_owned()];
     let request = FetchRequest { worker: "w", topics: &topics, max: 1, lock_duration: Duration::from_secs(30) };
     let job = store.fetch_and_lock(request, now()).unwrap().jobs.remove(0);
-    assert_eq!(job.id(), QUEUED, "the old job first");
+    assert_eq!((job.id(), job.priority), (QUEUED, 0), "the old job first, at the default priority");
     let done = Report::Completed {
         output: b"1".to_vec(),
         run: AttemptRun { plugin_version: Some("v2".into()), ..AttemptRun::default() },
@@ -106,9 +107,9 @@ fn check_upgraded(store: &dyn JobStore) {
 fn sqlite_a_schema_1_file_is_upgraded_in_place_keeping_its_jobs() {
     // Schema 1 is upgraded through every later migration (2: histories and
     // keys; 3: paused topics; 4: the outcome sequence; 5: PostgreSQL's
-    // enqueue function; 6: who rolled back; 7: inputs kept with outcomes),
-    // so this covers them all.
-    assert_eq!(SCHEMA_VERSION, 7, "a new schema: check what it adds in `check_upgraded`");
+    // enqueue function; 6: who rolled back; 7: inputs kept with outcomes;
+    // 8: priorities), so this covers them all.
+    assert_eq!(SCHEMA_VERSION, 8, "a new schema: check what it adds in `check_upgraded`");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("husk.db");
     {

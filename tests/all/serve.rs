@@ -93,7 +93,15 @@ fn jobs(count: usize) -> Vec<NewJob> {
                 ("transform", serde_json::json!({ "name": format!("job {i}"), "n": i }))
             };
             let input = input.to_string().into_bytes();
-            NewJob { topic: topic.into(), input, policy: policy(), not_before: None, key: None, keep_input: true }
+            NewJob {
+                topic: topic.into(),
+                input,
+                policy: policy(),
+                not_before: None,
+                key: None,
+                keep_input: true,
+                priority: 0,
+            }
         })
         .collect()
 }
@@ -276,6 +284,7 @@ deadline = "60s"
         not_before: None,
         key: None,
         keep_input: true,
+        priority: 0,
     };
     let ids = ids_of(store.enqueue(vec![job; 4], SystemTime::now()).unwrap());
 

@@ -27,6 +27,7 @@ fn job(topic: &str) -> NewJob {
         not_before: None,
         key: None,
         keep_input: true,
+        priority: 0,
     }
 }
 

@@ -87,6 +87,7 @@ fn locked(input: Value) -> LockedJob {
         policy: Default::default(),
         enqueued_at: std::time::SystemTime::now(),
         lock_expires_at: std::time::SystemTime::now(),
+        priority: 0,
     }
 }
 

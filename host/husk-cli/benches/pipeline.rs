@@ -11,7 +11,8 @@
 //! the PostgreSQL throughput runs; `-- sqlite`: only the SQLite runs
 //! (throughput, then latency); `-- --gate JOBS`: the cost of the
 //! cluster-wide concurrency gate; `-- --inputs JOBS`: the cost of keeping
-//! inputs with outcomes. `$HUSK_BENCH_NATIVE` set: the PostgreSQL
+//! inputs with outcomes; `-- --priority JOBS`: jobs run past a backlog of
+//! 100,000 waiting at a lower priority. `$HUSK_BENCH_NATIVE` set: the PostgreSQL
 //! throughput runs use the native handler (the store's path alone).
 //! PostgreSQL: `$HUSK_TEST_POSTGRES`, else the server `scripts/postgres
 //! start` runs; skipped (saying so) without one. Prints jobs/s for each; not
@@ -32,7 +33,7 @@ use husk::sandbox::CancelToken;
 use husk::sandbox::Ending;
 use husk::store::{JobStore, LockedJob, MemoryStore};
 use husk::worker::{Handled, Handler};
-use husk::{Enqueue, Host, PluginSource, Topic};
+use husk::{Enqueue, EnqueueJob, Host, PluginSource, Topic};
 use husk_postgres::{PostgresConfig, PostgresStore};
 use husk_sqlite::{Durability, SqliteStore};
 use pg::{drop_schema, postgres_url};
@@ -341,6 +342,9 @@ fn main() {
     if args.iter().any(|a| a == "--inputs") {
         return measure_inputs(jobs);
     }
+    if args.iter().any(|a| a == "--priority") {
+        return measure_priority(jobs);
+    }
     let memory = || Arc::new(MemoryStore::new()) as Arc<dyn JobStore>;
     if args.iter().any(|a| a == "--latency") {
         // Only the latency runs, on PostgreSQL.
@@ -442,4 +446,91 @@ fn measure_inputs(jobs: usize) {
             }
         }
     }
+}
+
+/// Jobs waiting at the lowest priority in [`measure_priority`]'s runs.
+const BACKLOG: usize = 100_000;
+
+/// `-- --priority [JOBS]`: `JOBS` jobs at priority 0 run with no backlog,
+/// then past [`BACKLOG`] jobs waiting at priority -100 (enqueued first, so
+/// older): the claim's cost should not depend on the backlog (its index
+/// yields the highest priority first). On SQLite and on PostgreSQL (1
+/// process x 2 workers), two rounds alternating; timed until the `JOBS`
+/// jobs ended, each checked to be one of them.
+fn measure_priority(jobs: usize) {
+    let url = postgres_url();
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..2 {
+        for backlog in [0, BACKLOG] {
+            let path = dir.path().join(format!("priority-{round}-{backlog}.db"));
+            let sqlite = Arc::new(SqliteStore::open(&path, Durability::Normal).unwrap());
+            run_past_backlog(&format!("SQLite, {backlog} waiting below"), sqlite, backlog, jobs);
+            if let Some(url) = &url {
+                let schema = format!("priority_{}_{round}_{backlog}", std::process::id());
+                let label = format!("PostgreSQL, 1 process x 2 workers, {backlog} waiting below");
+                run_past_backlog(&label, postgres(url, &schema), backlog, jobs);
+                drop_schema(url, &schema);
+            }
+        }
+    }
+}
+
+/// Counts the outcomes of jobs above `above` (the prioritized ones) apart
+/// from the others, and wakes the bench when `target` of them arrived.
+#[derive(Default)]
+struct PastBacklog {
+    above: AtomicU64,
+    target: AtomicU64,
+    prioritized: AtomicU64,
+    backlog: AtomicU64,
+    done: Mutex<bool>,
+    all: Condvar,
+}
+
+impl OutcomeSink for PastBacklog {
+    fn deliver(&self, outcome: &TerminalOutcome) {
+        if outcome.job_id.0 <= self.above.load(Ordering::Relaxed) {
+            self.backlog.fetch_add(1, Ordering::Relaxed);
+        } else if self.prioritized.fetch_add(1, Ordering::Relaxed) + 1 >= self.target.load(Ordering::Relaxed) {
+            *self.done.lock().unwrap() = true;
+            self.all.notify_all();
+        }
+    }
+}
+
+/// Enqueues `backlog` jobs at priority -100, then `jobs` at 0, and times
+/// the workers until the `jobs` ended; says how many backlog jobs ended
+/// meanwhile (those claimed in a batch with the last of the others, or
+/// after them while other batches still ran: at most a few batches).
+fn run_past_backlog(label: &str, store: Arc<dyn JobStore>, backlog: usize, jobs: usize) {
+    let sink = Arc::new(PastBacklog::default());
+    sink.target.store(jobs as u64, Ordering::Relaxed);
+    let host = Host::builder()
+        .store(store)
+        .engine(EngineConfig::default())
+        .sink(sink.clone())
+        .topic(Topic::wasm("bench", transform()).with_workers(2).with_fetch_batch(batch()))
+        .start_workers(false)
+        .build()
+        .unwrap();
+    let at = |priority| move |input| EnqueueJob { input, priority, ..EnqueueJob::default() };
+    for chunk in inputs(backlog).chunks(10_000) {
+        let enqueued = host.submit(Enqueue::jobs("bench", chunk.iter().cloned().map(at(-100)).collect())).unwrap();
+        sink.above.store(enqueued.last().map_or(0, |e| e.id.0), Ordering::Relaxed);
+    }
+    host.submit(Enqueue::jobs("bench", inputs(jobs).into_iter().map(at(0)).collect())).unwrap();
+    let started = Instant::now();
+    host.start_workers().unwrap();
+    let done = sink.done.lock().unwrap();
+    let (done, timeout) = sink.all.wait_timeout_while(done, Duration::from_secs(600), |d| !*d).unwrap();
+    let elapsed = started.elapsed();
+    drop(done);
+    assert!(!timeout.timed_out(), "{label}: timed out");
+    let backlog_ended = sink.backlog.load(Ordering::Relaxed);
+    host.shutdown();
+    let rate = jobs as f64 / elapsed.as_secs_f64();
+    println!(
+        "{label}: {jobs} jobs in {:.2} s = {rate:.0} jobs/s ({backlog_ended} backlog jobs ended meanwhile)",
+        elapsed.as_secs_f64()
+    );
 }

@@ -24,12 +24,12 @@ use husk::store::{Enqueued, JobId, NewJob};
 use crate::pool::{PgError, Query};
 
 /// Draws an id per job, takes the keys and writes the rows that took theirs
-/// (or have none): `husk_enqueue` (migration 7, which holds the statement;
+/// (or have none): `husk_enqueue` (migration 8, which holds the statement;
 /// see `crate::migrations` for why a function). `slot` is the jobs' order;
 /// a job's id is drawn in that order, so a call's jobs are claimed in it.
 /// Returns, per job: its slot, its id, whether it was written, and if not
 /// the key's holder when the statement's snapshot has it.
-const INSERT: &str = "SELECT slot, id, created, holder FROM husk_enqueue($1, $2, $3, $4, $5, $6, $7, $8)";
+const INSERT: &str = "SELECT slot, id, created, holder FROM husk_enqueue($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
 /// [`INSERT`] for one job, its values as scalars: the body of
 /// `husk_enqueue` for an array of one. Under one job per HTTP request most
@@ -46,8 +46,10 @@ const INSERT_ONE: &str = "
              ON CONFLICT (key) DO NOTHING RETURNING key),
          marked AS MATERIALIZED (SELECT id, ($6::text IS NULL OR EXISTS (SELECT 1 FROM keyed)) AS created FROM n),
          written AS (
-             INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at, keep_input)
-             SELECT id, $1::text, $2::bytea, $3::text, 1, $4::bigint, $5::bigint, $8::bigint, $7::boolean
+             INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at, keep_input,
+                                    priority)
+             SELECT id, $1::text, $2::bytea, $3::text, 1, $4::bigint, $5::bigint, $9::bigint, $7::boolean,
+                    $8::smallint
              FROM marked WHERE created)
     SELECT 1::bigint, marked.id, marked.created,
            CASE WHEN marked.created THEN NULL
@@ -90,12 +92,24 @@ pub(crate) fn insert_jobs(query: Query<'_>, jobs: &[NewJob], now: SystemTime) ->
         let (states, gates): (Vec<i64>, Vec<Option<i64>>) = sent.iter().map(|j| armed_state(j.not_before, now)).unzip();
         let keys: Vec<Option<&str>> = sent.iter().map(|j| j.key.as_deref()).collect();
         let keep: Vec<bool> = sent.iter().map(|j| j.keep_input).collect();
+        let priorities: Vec<i16> = sent.iter().map(|j| j.priority).collect();
+        let now = millis(now);
         let rows = match sent.len() {
             1 => query(
                 INSERT_ONE,
-                &[&topics[0], &inputs[0], &policies[0], &states[0], &gates[0], &keys[0], &keep[0], &millis(now)],
+                &[
+                    &topics[0],
+                    &inputs[0],
+                    &policies[0],
+                    &states[0],
+                    &gates[0],
+                    &keys[0],
+                    &keep[0],
+                    &priorities[0],
+                    &now,
+                ],
             )?,
-            _ => query(INSERT, &[&topics, &inputs, &policies, &states, &gates, &keys, &keep, &millis(now)])?,
+            _ => query(INSERT, &[&topics, &inputs, &policies, &states, &gates, &keys, &keep, &priorities, &now])?,
         };
         // Keys held by an enqueue that committed after this statement began.
         let mut unseen: Vec<usize> = Vec::new();

@@ -246,6 +246,43 @@ BEGIN
 END
 $$;
 "#,
+    // 8: priorities within a topic: the ready index yields a topic's
+    // queued jobs the highest priority first, then the oldest;
+    // `husk_enqueue` takes each job's (the older forms stay, for
+    // processes of the previous schemas, and enqueue at priority 0).
+    r#"
+ALTER TABLE husk_jobs ADD COLUMN priority SMALLINT NOT NULL DEFAULT 0;
+ALTER TABLE husk_outcomes ADD COLUMN priority SMALLINT NOT NULL DEFAULT 0;
+DROP INDEX husk_jobs_ready;
+CREATE INDEX husk_jobs_ready ON husk_jobs (topic, priority DESC, id) WHERE state = 0;
+CREATE FUNCTION husk_enqueue(p_topics TEXT[], p_inputs BYTEA[], p_policies TEXT[], p_states BIGINT[],
+                             p_gates BIGINT[], p_keys TEXT[], p_keep BOOLEAN[], p_priorities SMALLINT[],
+                             p_now BIGINT)
+    RETURNS TABLE (slot BIGINT, id BIGINT, created BOOLEAN, holder BIGINT)
+    LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH n AS MATERIALIZED (
+         SELECT n.*, nextval('husk_jobs_id_seq') AS id
+         FROM unnest(p_topics, p_inputs, p_policies, p_states, p_gates, p_keys, p_keep, p_priorities) WITH ORDINALITY
+              AS n(topic, input, policy, state, not_before, key, keep_input, priority, slot)),
+     keyed AS (
+         INSERT INTO husk_keys (key, job_id) SELECT key, id FROM n WHERE key IS NOT NULL ORDER BY key
+         ON CONFLICT (key) DO NOTHING RETURNING key),
+     marked AS MATERIALIZED (
+         SELECT n.*, (n.key IS NULL OR n.key IN (SELECT key FROM keyed)) AS created FROM n),
+     written AS (
+         INSERT INTO husk_jobs (id, topic, input, policy, attempt, state, not_before, enqueued_at, keep_input,
+                                priority)
+         SELECT id, topic, input, policy, 1, state, not_before, p_now, keep_input, priority FROM marked WHERE created)
+    SELECT marked.slot, marked.id, marked.created,
+           CASE WHEN marked.created THEN NULL
+                ELSE (SELECT k.job_id FROM husk_keys k WHERE k.key = marked.key) END
+    FROM marked;
+END
+$$;
+"#,
 ];
 
 /// Key of the advisory lock that serializes migrations of concurrent starts.

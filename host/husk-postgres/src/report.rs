@@ -49,7 +49,8 @@ impl PostgresStore {
                  WHERE j.id = r.id AND j.state = 2 AND j.lock_token = r.token AND j.lock_expires_at > $5
                        AND NOT j.cancel_requested
                  RETURNING j.id, j.generation, j.topic, j.attempt, j.enqueued_at, j.policy, j.last_fault,
-                           j.keep_input, CASE WHEN j.keep_input THEN j.input END AS input, r.outcome, r.slot,
+                           j.keep_input, j.priority, CASE WHEN j.keep_input THEN j.input END AS input,
+                           r.outcome, r.slot,
                            husk_append(j.history, '[{"attempt":' || j.attempt || ',' || r.spent || ']') AS history),
              seqs AS (
                  SELECT seq, row_number() OVER (ORDER BY seq) AS pos
@@ -60,9 +61,10 @@ impl PostgresStore {
                  JOIN seqs s ON s.pos = e.pos),
              inserted AS (
                  INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at,
-                                            outcome, policy, last_fault, open_incident, keep_input, input, history)
+                                            outcome, policy, last_fault, open_incident, keep_input, priority,
+                                            input, history)
                  SELECT seq, id, generation, topic, attempt, enqueued_at, $5, outcome, policy, last_fault, FALSE,
-                        keep_input, input, history
+                        keep_input, priority, input, history
                  FROM numbered)
              SELECT slot, seq, id, topic, attempt, enqueued_at FROM numbered"#;
         let rows = self

@@ -8,7 +8,8 @@ use postgres::Row;
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
-    LiveRow, QUEUED, armed_state, history_of, live_columns, millis, outcome_columns, record_of_outcome, time, to_json,
+    LiveRow, OutcomeRow, QUEUED, armed_state, history_of, live_columns, millis, outcome_columns, record_of_outcome,
+    time, to_json,
 };
 use husk::store::{AttemptRecord, FetchRequest, JobId, JobRecord, Lock, LockedJob};
 
@@ -44,13 +45,14 @@ pub(crate) fn live_row(row: &Row) -> LiveRow {
         lock_worker: row.get(9),
         lock_token: row.get(10),
         lock_expires_at: row.get(11),
+        priority: row.get(12),
     }
 }
 
-pub(crate) fn outcome_row(row: &Row) -> Result<(TerminalOutcome, String, Option<String>, bool), serde_json::Error> {
+pub(crate) fn outcome_row(row: &Row) -> Result<OutcomeRow, serde_json::Error> {
     let outcome: String = row.get(6);
-    Ok((
-        TerminalOutcome {
+    Ok(OutcomeRow {
+        outcome: TerminalOutcome {
             seq: row.get::<_, i64>(0) as u64,
             job_id: JobId(row.get::<_, i64>(1) as u64),
             topic: row.get(2),
@@ -59,15 +61,15 @@ pub(crate) fn outcome_row(row: &Row) -> Result<(TerminalOutcome, String, Option<
             finished_at: time(row.get(5)),
             outcome: serde_json::from_str(&outcome)?,
         },
-        row.get(7),
-        row.get(8),
-        row.get(9),
-    ))
+        policy: row.get(7),
+        last_fault: row.get(8),
+        open_incident: row.get(9),
+        priority: row.get(10),
+    })
 }
 
 pub(crate) fn record_of(row: &Row) -> Result<JobRecord, serde_json::Error> {
-    let (outcome, policy, last_fault, open_incident) = outcome_row(row)?;
-    record_of_outcome(outcome, &policy, last_fault.as_deref(), open_incident)
+    record_of_outcome(outcome_row(row)?)
 }
 
 /// A live, unlocked job to put in the queue or behind its gate.
@@ -158,12 +160,12 @@ pub(crate) fn end_all(
              SELECT seq, row_number() OVER (ORDER BY seq) AS pos FROM husk_next_seqs($8) AS seq),
          ended AS (
              DELETE FROM husk_jobs WHERE id = ANY($1)
-             RETURNING id, generation, topic, enqueued_at, policy, input, history, keep_input),
+             RETURNING id, generation, topic, enqueued_at, policy, input, history, keep_input, priority),
          inserted AS (
              INSERT INTO husk_outcomes (seq, job_id, generation, topic, attempts, enqueued_at, finished_at, outcome,
-                                        policy, last_fault, open_incident, keep_input, input, history)
+                                        policy, last_fault, open_incident, keep_input, priority, input, history)
              SELECT s.seq, e.id, e.generation, e.topic, r.attempts, e.enqueued_at,
-                    $7, r.outcome, e.policy, r.last_fault, r.incident, e.keep_input,
+                    $7, r.outcome, e.policy, r.last_fault, r.incident, e.keep_input, e.priority,
                     CASE WHEN r.incident OR e.keep_input THEN e.input END,
                     husk_append(e.history, r.spent)
              FROM ended e
@@ -214,8 +216,8 @@ impl Claimed {
 }
 
 /// The claim of one topic's jobs, followed by `$select` (what it returns).
-/// One topic per claim: the (topic, id) index then yields ids in order and
-/// the LIMIT stops the scan. `= ANY(ARRAY(...))`, not a join: claimed ids
+/// One topic per claim: the (topic, priority, id) index then yields ids in
+/// order, the highest priority first, and the LIMIT stops the scan. `= ANY(ARRAY(...))`, not a join: claimed ids
 /// are looked up by key (a join's generic plan scans the whole table). A
 /// paused topic claims nothing (`running`, evaluated once). Claims commit
 /// asynchronously (see the module docs).
@@ -225,24 +227,25 @@ macro_rules! claim_then {
             "WITH token AS (SELECT nextval('husk_lock_tokens') AS value,
                                    set_config('synchronous_commit', 'off', true)),
                   running AS (SELECT NOT EXISTS (SELECT 1 FROM husk_paused p WHERE p.topic = $3) AS value),
-                  ready AS (SELECT id FROM husk_jobs WHERE state = 0 AND topic = $3 AND (SELECT value FROM running)
-                            ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED),
-                  due AS (SELECT id FROM husk_jobs WHERE state = 1 AND not_before <= $5 AND topic = $3
-                                                   AND (SELECT value FROM running)
+                  ready AS (SELECT id, priority FROM husk_jobs
+                            WHERE state = 0 AND topic = $3 AND (SELECT value FROM running)
+                            ORDER BY priority DESC, id LIMIT $4 FOR UPDATE SKIP LOCKED),
+                  due AS (SELECT id, priority FROM husk_jobs WHERE state = 1 AND not_before <= $5 AND topic = $3
+                                                             AND (SELECT value FROM running)
                           ORDER BY not_before LIMIT $4 FOR UPDATE SKIP LOCKED),
                   claimed AS (
                       UPDATE husk_jobs SET state = 2, not_before = NULL, lock_worker = $1,
                              lock_token = (SELECT value FROM token), lock_expires_at = $2
-                      WHERE id = ANY(ARRAY(SELECT id FROM (SELECT id FROM ready UNION ALL SELECT id FROM due) c
-                                           ORDER BY id LIMIT $4))
-                      RETURNING id, input, attempt, policy, enqueued_at, lock_token) ",
+                      WHERE id = ANY(ARRAY(SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) c
+                                           ORDER BY priority DESC, id LIMIT $4))
+                      RETURNING id, input, attempt, policy, enqueued_at, lock_token, priority) ",
             $($select),+
         )
     };
 }
 
 /// A claim of a topic before the last.
-const CLAIM: &str = claim_then!("SELECT id, input, attempt, policy, enqueued_at, lock_token FROM claimed");
+const CLAIM: &str = claim_then!("SELECT id, input, attempt, policy, enqueued_at, lock_token, priority FROM claimed");
 
 /// When to wake (see [`Claimed`]): two columns, `$now` the parameter
 /// holding now.
@@ -260,10 +263,10 @@ macro_rules! wake_times {
 /// says when to wake, and whether the topic is paused, so that a fetch that
 /// finds nothing costs no second round trip.
 const CLAIM_OR_WAKE: &str = claim_then!(
-    "SELECT id, input, attempt, policy, enqueued_at, lock_token, NULL::bigint, NULL::bigint, NULL::boolean
+    "SELECT id, input, attempt, policy, enqueued_at, lock_token, priority, NULL::bigint, NULL::bigint, NULL::boolean
      FROM claimed
      UNION ALL
-     SELECT NULL, NULL, NULL, NULL, NULL, NULL, ",
+     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ",
     wake_times!("$5"),
     ", NOT (SELECT value FROM running) WHERE NOT EXISTS (SELECT 1 FROM claimed)"
 );
@@ -291,8 +294,8 @@ pub(crate) fn claim(request: FetchRequest<'_>, now: SystemTime, query: Query<'_>
             let Some(id) = row.get::<_, Option<i64>>(0) else {
                 // Nothing claimed in the last topic: when to wake, and
                 // whether it is paused.
-                (claimed.gate, claimed.lock, told) = (row.get(6), row.get(7), true);
-                claimed.paused = row.get(8);
+                (claimed.gate, claimed.lock, told) = (row.get(7), row.get(8), true);
+                claimed.paused = row.get(9);
                 continue;
             };
             let policy: String = row.get(3);
@@ -304,6 +307,7 @@ pub(crate) fn claim(request: FetchRequest<'_>, now: SystemTime, query: Query<'_>
                 policy: serde_json::from_str(&policy)?,
                 enqueued_at: time(row.get(4)),
                 lock_expires_at: expires_at,
+                priority: row.get(6),
             });
         }
     }
@@ -314,7 +318,7 @@ pub(crate) fn claim(request: FetchRequest<'_>, now: SystemTime, query: Query<'_>
             (claimed.gate, claimed.lock) = (row.get(0), row.get(1));
         }
     }
-    claimed.jobs.sort_by_key(|j| j.lock.job);
+    claimed.jobs.sort_by_key(|j| (std::cmp::Reverse(j.priority), j.lock.job));
     Ok(claimed)
 }
 
@@ -333,7 +337,7 @@ pub(crate) fn get_record(tx: &mut Tx<'_>, id: i64, with_attempts: bool) -> Resul
         false => select_live!("WHERE id = $1"),
     };
     if let Some(row) = tx.query_opt(live, &[&id])? {
-        return Ok(Some(JobRecord { attempts: attempts(&row, 12)?, ..live_row(&row).record()? }));
+        return Ok(Some(JobRecord { attempts: attempts(&row, 13)?, ..live_row(&row).record()? }));
     }
     let ended = match with_attempts {
         true => concat!(
@@ -344,7 +348,7 @@ pub(crate) fn get_record(tx: &mut Tx<'_>, id: i64, with_attempts: bool) -> Resul
         false => select_outcomes!("WHERE job_id = $1 ORDER BY seq DESC LIMIT 1"),
     };
     let Some(row) = tx.query_opt(ended, &[&id])? else { return Ok(None) };
-    Ok(Some(JobRecord { attempts: attempts(&row, 10)?, ..record_of(&row)? }))
+    Ok(Some(JobRecord { attempts: attempts(&row, 11)?, ..record_of(&row)? }))
 }
 #[cfg(test)]
 mod tests {

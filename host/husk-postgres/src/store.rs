@@ -225,7 +225,7 @@ impl JobStore for PostgresStore {
                 select_outcomes!("WHERE seq > $1 AND seq <= $3 ORDER BY seq LIMIT $2"),
                 &[&(after as i64), &(limit as i64), &committed],
             )?;
-            Ok(rows.iter().map(|r| outcome_row(r).map(|(o, ..)| o)).collect::<Result<_, _>>()?)
+            Ok(rows.iter().map(|r| outcome_row(r).map(|row| row.outcome)).collect::<Result<_, _>>()?)
         })
     }
 
@@ -337,9 +337,9 @@ impl Incidents for PostgresStore {
             let policy = continued_policy(incident.get(3), made)?;
             tx.execute(
                 "INSERT INTO husk_jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at,
-                                        history, keep_input)
+                                        history, keep_input, priority)
                  SELECT job_id, $2 + 1, topic, input, $3, $4::bigint + 1, 0, last_fault, enqueued_at, history,
-                        keep_input
+                        keep_input, priority
                  FROM husk_outcomes WHERE seq = $1",
                 &[&seq, &generation, &policy, &made],
             )?;

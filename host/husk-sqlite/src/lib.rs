@@ -57,8 +57,9 @@ const STATEMENT_CACHE: usize = 64;
 /// Locks up to `?5` ready jobs of topic `?4` for worker `?1` with token
 /// `?2` until `?3`.
 const CLAIM: &str = "UPDATE jobs SET state = 2, lock_worker = ?1, lock_token = ?2, lock_expires_at = ?3
-     WHERE id IN (SELECT id FROM jobs WHERE topic = CAST(?4 AS TEXT) AND state = 0 ORDER BY id LIMIT (SELECT ?5))
-     RETURNING id, input, attempt, policy, enqueued_at";
+     WHERE id IN (SELECT id FROM jobs WHERE topic = CAST(?4 AS TEXT) AND state = 0
+                  ORDER BY priority DESC, id LIMIT (SELECT ?5))
+     RETURNING id, input, attempt, policy, enqueued_at, priority";
 
 /// How hard a commit tries to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -279,6 +280,7 @@ impl JobStore for SqliteStore {
                             policy: from_json(&policy)?,
                             enqueued_at: time(r.get(4)?),
                             lock_expires_at: expires_at,
+                            priority: r.get(5)?,
                         })
                     })?
                     .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -288,7 +290,7 @@ impl JobStore for SqliteStore {
                 remaining -= claimed.len();
                 fetched.jobs.extend(claimed);
             }
-            fetched.jobs.sort_by_key(|j| j.lock.job);
+            fetched.jobs.sort_by_key(|j| (std::cmp::Reverse(j.priority), j.lock.job));
             // Every fetch asks: prepared once per connection, not parsed each time.
             let gate: Option<i64> =
                 tx.prepare_cached("SELECT min(not_before) FROM jobs WHERE state = 1")?.query_row([], |r| r.get(0))?;
@@ -377,7 +379,7 @@ impl JobStore for SqliteStore {
                 "SELECT {OUTCOME_COLUMNS} FROM outcomes WHERE seq > ?1 ORDER BY seq LIMIT (SELECT ?2)"
             ))
             .and_then(|mut s| {
-                s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|(o, ..)| o))?.collect()
+                s.query_map(params![after as i64, limit as i64], |r| outcome_row(r).map(|row| row.outcome))?.collect()
             })
         })
     }
@@ -404,8 +406,8 @@ impl JobStore for SqliteStore {
 /// insert.
 fn insert_jobs(tx: &Connection, jobs: &[NewJob], now: SystemTime) -> rusqlite::Result<Vec<Enqueued>> {
     let mut insert = tx.prepare_cached(
-        "INSERT INTO jobs (topic, input, policy, attempt, state, not_before, enqueued_at, keep_input)
-         VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7)",
+        "INSERT INTO jobs (topic, input, policy, attempt, state, not_before, enqueued_at, keep_input, priority)
+         VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8)",
     )?;
     jobs.iter()
         .map(|job| {
@@ -414,7 +416,8 @@ fn insert_jobs(tx: &Connection, jobs: &[NewJob], now: SystemTime) -> rusqlite::R
             }
             let (state, not_before) = armed_state(job.not_before, now);
             let policy = to_json(&job.policy);
-            insert.execute(params![job.topic, job.input, policy, state, not_before, millis(now), job.keep_input])?;
+            let (keep, priority) = (job.keep_input, job.priority);
+            insert.execute(params![job.topic, job.input, policy, state, not_before, millis(now), keep, priority])?;
             let id = tx.last_insert_rowid();
             if let Some(key) = &job.key {
                 tx.prepare_cached("INSERT INTO keys (key, job_id) VALUES (?1, ?2)")?.execute(params![key, id])?;
@@ -502,6 +505,7 @@ mod tests {
             not_before: None,
             key: None,
             keep_input: true,
+            priority: 0,
         };
         // Another connection sees `data_version` change when the file's
         // content is changed by a commit of the store's.

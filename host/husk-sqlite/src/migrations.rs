@@ -96,4 +96,12 @@ ALTER TABLE topic_versions ADD COLUMN rolled_back_at INTEGER;
 ALTER TABLE jobs ADD COLUMN keep_input INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE outcomes ADD COLUMN keep_input INTEGER NOT NULL DEFAULT 1;
 "#,
+    // 8: priorities within a topic: the ready index yields a topic's
+    // queued jobs the highest priority first, then the oldest.
+    r#"
+ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE outcomes ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+DROP INDEX jobs_ready;
+CREATE INDEX jobs_ready ON jobs (topic, state, priority DESC, id);
+"#,
 ];

@@ -7,7 +7,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use husk::outcome::{Outcome, TerminalOutcome};
 use husk::store::sql::{
-    Expired, LIVE_COLUMNS, LiveRow, OUTCOME_COLUMNS, armed_state, history_of, millis, record_of_outcome, time, to_json,
+    Expired, LIVE_COLUMNS, LiveRow, OUTCOME_COLUMNS, OutcomeRow, armed_state, history_of, millis, record_of_outcome,
+    time, to_json,
 };
 use husk::store::{AttemptRecord, JobId, JobRecord};
 
@@ -35,6 +36,7 @@ pub(crate) fn live_row(tx: &Connection, id: i64) -> rusqlite::Result<Option<Live
                 lock_worker: r.get(9)?,
                 lock_token: r.get(10)?,
                 lock_expires_at: r.get(11)?,
+                priority: r.get(12)?,
             })
         })
         .optional()
@@ -61,8 +63,8 @@ pub(crate) fn end(
     let incident = matches!(outcome, Outcome::Failed { .. });
     tx.prepare_cached(concat!(
         "INSERT INTO outcomes (job_id, generation, topic, attempts, enqueued_at, finished_at, outcome, policy,
-                               last_fault, open_incident, keep_input, input, history)
-         SELECT id, generation, topic, ?2, enqueued_at, ?3, ?4, policy, ?5, ?6, keep_input,
+                               last_fault, open_incident, keep_input, priority, input, history)
+         SELECT id, generation, topic, ?2, enqueued_at, ?3, ?4, policy, ?5, ?6, keep_input, priority,
                 CASE WHEN ?6 OR keep_input THEN input END, ",
         appended_history!(7),
         " FROM jobs WHERE id = ?1"
@@ -130,10 +132,10 @@ pub(crate) fn reclaim_expired(
     Ok(())
 }
 
-pub(crate) fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(TerminalOutcome, String, Option<String>, bool)> {
+pub(crate) fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutcomeRow> {
     let outcome: String = r.get(6)?;
-    Ok((
-        TerminalOutcome {
+    Ok(OutcomeRow {
+        outcome: TerminalOutcome {
             seq: r.get::<_, i64>(0)? as u64,
             job_id: JobId(r.get::<_, i64>(1)? as u64),
             topic: r.get(2)?,
@@ -142,14 +144,15 @@ pub(crate) fn outcome_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(TerminalOu
             finished_at: time(r.get(5)?),
             outcome: from_json(&outcome)?,
         },
-        r.get(7)?,
-        r.get(8)?,
-        r.get(9)?,
-    ))
+        policy: r.get(7)?,
+        last_fault: r.get(8)?,
+        open_incident: r.get(9)?,
+        priority: r.get(10)?,
+    })
 }
 
-pub(crate) fn record_of(row: (TerminalOutcome, String, Option<String>, bool)) -> rusqlite::Result<JobRecord> {
-    record_of_outcome(row.0, &row.1, row.2.as_deref(), row.3).map_err(json_err)
+pub(crate) fn record_of(row: OutcomeRow) -> rusqlite::Result<JobRecord> {
+    record_of_outcome(row).map_err(json_err)
 }
 
 /// A job's record, live or ended; with its attempts when `with_attempts`.
@@ -172,7 +175,7 @@ pub(crate) fn get_record(conn: &Connection, id: i64, with_attempts: bool) -> rus
         .query_row([id], outcome_row)
         .optional()?;
     let Some(row) = row else { return Ok(None) };
-    let attempts = history("SELECT history FROM outcomes WHERE seq = ?1", row.0.seq as i64)?;
+    let attempts = history("SELECT history FROM outcomes WHERE seq = ?1", row.outcome.seq as i64)?;
     Ok(Some(JobRecord { attempts, ..record_of(row)? }))
 }
 

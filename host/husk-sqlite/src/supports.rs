@@ -57,8 +57,9 @@ impl Incidents for SqliteStore {
             };
             tx.execute(
                 "INSERT INTO jobs (id, generation, topic, input, policy, attempt, state, last_fault, enqueued_at, history,
-                                   keep_input)
-                 SELECT job_id, ?2 + 1, topic, input, ?3, ?4 + 1, 0, last_fault, enqueued_at, history, keep_input
+                                   keep_input, priority)
+                 SELECT job_id, ?2 + 1, topic, input, ?3, ?4 + 1, 0, last_fault, enqueued_at, history, keep_input,
+                        priority
                  FROM outcomes WHERE seq = ?1",
                 params![seq, generation, continued_policy(&policy, made).map_err(crate::rows::json_err)?, made],
             )?;

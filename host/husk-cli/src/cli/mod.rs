@@ -154,11 +154,15 @@ struct EnqueueArgs {
     /// `1h 30m`).
     #[arg(long)]
     delay: Option<String>,
+    /// The job's priority within its topic, -100 to 100 (default 0): the
+    /// highest priority's ready jobs run first.
+    #[arg(long, allow_hyphen_values = true)]
+    priority: Option<String>,
     /// Enqueue the jobs of a JSON Lines file instead, one per line, each as
     /// the batch endpoint takes it: `{"input": …, "key": "…", "run_at":
-    /// "…", "delay": "…"}` (all but input optional); sent in batches of
-    /// `--batch`, each one transaction.
-    #[arg(long, conflicts_with_all = ["input", "key", "at", "delay"])]
+    /// "…", "delay": "…", "priority": 0}` (all but input optional); sent in
+    /// batches of `--batch`, each one transaction.
+    #[arg(long, conflicts_with_all = ["input", "key", "at", "delay", "priority"])]
     file: Option<PathBuf>,
     /// Jobs per request with `--file` (at most 10,000).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u16).range(1..=10_000))]

@@ -82,8 +82,9 @@ pub(super) fn enqueue(args: &EnqueueArgs) -> anyhow::Result<ExitCode> {
         return enqueue_file(args, file);
     }
     let input = read_input(&args.input)?;
-    let schedule = query(&[("run_at", args.at.as_ref()), ("delay", args.delay.as_ref())]);
-    let path = format!("/v1/topics/{}/jobs{schedule}", args.topic);
+    let options =
+        query(&[("run_at", args.at.as_ref()), ("delay", args.delay.as_ref()), ("priority", args.priority.as_ref())]);
+    let path = format!("/v1/topics/{}/jobs{options}", args.topic);
     let headers: Vec<(&str, &str)> = args.key.iter().map(|k| ("Idempotency-Key", k.as_str())).collect();
     let value = args.remote.client().post(&path, Some((&input, "application/json")), &headers)?;
     print(&args.remote, &value, |v| {
@@ -108,7 +109,7 @@ fn enqueue_file(args: &EnqueueArgs, file: &std::path::Path) -> anyhow::Result<Ex
         match serde_json::from_str::<Members>(line) {
             Ok(job) if job.contains_key("input") => jobs.push((n, line)),
             _ => anyhow::bail!(
-                "{}:{n}: not a job: a JSON object with `input` (and optionally `key`, `run_at`, `delay`)",
+                "{}:{n}: not a job: a JSON object with `input` (and optionally `key`, `run_at`, `delay`, `priority`)",
                 file.display()
             ),
         }
@@ -177,6 +178,9 @@ pub(super) fn job(args: &IdArgs) -> anyhow::Result<ExitCode> {
         );
         if let Some(at) = job["not_before"].as_str() {
             out += &format!("not before: {at}\n");
+        }
+        if job["priority"].as_i64().is_some_and(|p| p != 0) {
+            out += &format!("priority: {}\n", job["priority"]);
         }
         let attempts: Vec<Vec<String>> = job["attempts"]
             .as_array()

@@ -20,7 +20,7 @@ use super::model::{
     BatchEnqueued, BatchJobEnqueued, CancelResult, Cancelled, Enqueued, IncidentAction, IncidentList, IncidentResult,
     Job, JobList, JobStatus,
 };
-use super::schedule::{ScheduleQuery, start_of};
+use super::schedule::{EnqueueQuery, priority_of, start_of};
 use super::{Api, ApiError, Caller, ErrorKind, blocking, model, read_body};
 use husk::outcome::OutcomeKind;
 use husk::store::{self, DiscardResult, JobId, JobRecord, ListFilter, RetryIncidentResult};
@@ -41,12 +41,13 @@ pub(super) const MAX_BATCH_JOBS: usize = 10_000;
 /// Enqueues a job: the body is its input (any JSON). With an
 /// `Idempotency-Key` header, the same key on the same topic returns the same
 /// job (200) instead of enqueueing another (201). With `run_at` or `delay`
-/// the job is `scheduled` until then.
+/// the job is `scheduled` until then; `priority` orders it among its
+/// topic's ready jobs.
 #[utoipa::path(
     post, path = "/topics/{topic}/jobs", tag = "jobs",
     params(
         ("topic" = String, Path, description = "The topic."),
-        ScheduleQuery,
+        EnqueueQuery,
         ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 200, pattern = "^[!-~]+$",
             description = "Visible ASCII: the same key on the same topic names the same job."),
     ),
@@ -57,7 +58,7 @@ pub(super) const MAX_BATCH_JOBS: usize = 10_000;
             ("CancelJob" = (operation_id = "cancel", parameters(("id" = "$response.body#/id")))),
         )),
         (status = 200, description = "The key named a job enqueued before.", body = Enqueued),
-        (status = 400, description = "`malformed-json` or `bad-request` (the key, `run_at`, `delay`).", body = ApiError),
+        (status = 400, description = "`malformed-json` or `bad-request` (the key, `run_at`, `delay`, `priority`).", body = ApiError),
         (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
         (status = 413, body = ApiError), (status = 429, description = "`quota-exceeded`.", body = ApiError),
         (status = 409, description = "`store-conflict`.", body = ApiError),
@@ -68,7 +69,7 @@ pub(super) async fn enqueue(
     State(api): State<Arc<Api>>,
     caller: Caller,
     Path(topic): Path<String>,
-    schedule: Result<Query<ScheduleQuery>, QueryRejection>,
+    query: Result<Query<EnqueueQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Enqueued>), ApiError> {
@@ -76,11 +77,12 @@ pub(super) async fn enqueue(
     // before reading the answer (see `read_body`).
     let body = read_body(body, api.limits.input).await?;
     api.own_topic(&caller.tenant, &topic)?;
-    let Query(schedule) = schedule.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let start = start_of(schedule.run_at.as_deref(), schedule.delay.as_deref(), SystemTime::now(), "the job")?;
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let start = start_of(query.run_at.as_deref(), query.delay.as_deref(), SystemTime::now(), "the job")?;
+    let priority = priority_of(query.priority, "the job")?;
     serde_json::from_slice::<serde::de::IgnoredAny>(&body).map_err(|e| ApiError::body(&e, "a job's input"))?;
     let key = idempotency_key(&headers)?.map(|key| topic_key(&topic, key));
-    let job = EnqueueJob { input: body.to_vec(), key, not_before: start };
+    let job = EnqueueJob { input: body.to_vec(), key, not_before: start, priority };
     // Where it can, no thread waits for the store's commit.
     let enqueued = api.host.submit_async(Enqueue::jobs(topic.clone(), vec![job])).await?.remove(0);
     let status = if enqueued.created { StatusCode::CREATED } else { StatusCode::OK };
@@ -132,6 +134,10 @@ pub(super) struct BatchJob<'a> {
     #[serde(borrow)]
     #[schema(value_type = Option<String>, pattern = r"^([0-9]{1,5} ?(ms|s|m|h|d|w) ?)+$", example = "1h 30m")]
     delay: Option<Cow<'a, str>>,
+    /// Its priority within the topic, as a single enqueue's `priority`.
+    #[serde(default)]
+    #[schema(minimum = -100, maximum = 100)]
+    priority: Option<i64>,
 }
 
 /// Enqueues a batch: 1 to 10,000 jobs in one transaction, all or none (a
@@ -146,7 +152,7 @@ pub(super) struct BatchJob<'a> {
     responses(
         (status = 201, description = "At least one job was created.", body = BatchEnqueued),
         (status = 200, description = "Every key named a job enqueued before.", body = BatchEnqueued),
-        (status = 400, description = "`malformed-json`, `invalid-body` or `bad-request` (an empty batch, a bad key, `run_at` or `delay`).", body = ApiError),
+        (status = 400, description = "`malformed-json`, `invalid-body` or `bad-request` (an empty batch, a bad key, `run_at`, `delay` or `priority`).", body = ApiError),
         (status = 401, body = ApiError), (status = 404, description = "`unknown-topic`.", body = ApiError),
         (status = 413, body = ApiError), (status = 429, description = "`quota-exceeded`.", body = ApiError),
         (status = 409, description = "`store-conflict`.", body = ApiError),
@@ -189,7 +195,8 @@ pub(super) async fn enqueue_batch(
             None => None,
         };
         let not_before = start_of(job.run_at.as_deref(), job.delay.as_deref(), now, &format!("job {i}"))?;
-        jobs.push(EnqueueJob { input: input.to_vec(), key, not_before });
+        let priority = priority_of(job.priority, &format!("job {i}"))?;
+        jobs.push(EnqueueJob { input: input.to_vec(), key, not_before, priority });
     }
     let enqueued = api.host.submit_async(Enqueue::jobs(topic.clone(), jobs)).await?;
     let created = enqueued.iter().filter(|e| e.created).count();

@@ -1,10 +1,12 @@
-//! When a new job may first run: `run_at` or `delay`, on a single enqueue
-//! (query parameters) and on each job of a batch.
+//! When a new job may first run (`run_at` or `delay`) and its priority, on
+//! a single enqueue (query parameters) and on each job of a batch.
 
 use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 use utoipa::IntoParams;
+
+use husk::store::PRIORITIES;
 
 use super::ApiError;
 use super::jobs::parse_time;
@@ -41,11 +43,11 @@ fn parse_delay(text: &str) -> Option<Duration> {
     (!text.is_empty()).then_some(total)
 }
 
-/// Query of a single enqueue: when the job may first run.
+/// Query of a single enqueue: when the job may first run, and its priority.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub(super) struct ScheduleQuery {
+pub(super) struct EnqueueQuery {
     /// Not before this time: RFC 3339 (`2026-12-03T08:30:00Z`, an offset,
     /// or no zone for UTC); a time already past runs at once.
     #[param(format = DateTime, example = "2026-12-03T08:30:00Z")]
@@ -54,10 +56,32 @@ pub(super) struct ScheduleQuery {
     /// `run_at`.
     #[param(pattern = r"^([0-9]{1,5} ?(ms|s|m|h|d|w) ?)+$", example = "1h 30m")]
     pub(super) delay: Option<String>,
+    /// Its priority within the topic, -100 to 100 (default 0): of the jobs
+    /// ready to run, the highest priority's run first, each priority's
+    /// oldest first.
+    #[param(minimum = -100, maximum = 100)]
+    pub(super) priority: Option<i64>,
+}
+
+/// A job's priority given as `priority` (`what` names it in a refusal);
+/// 0 when not given.
+///
+/// # Errors
+///
+/// `bad-request` for one outside [`PRIORITIES`].
+pub(super) fn priority_of(priority: Option<i64>, what: &str) -> Result<i16, ApiError> {
+    let (low, high) = (*PRIORITIES.start(), *PRIORITIES.end());
+    match priority {
+        None => Ok(0),
+        Some(p) => i16::try_from(p)
+            .ok()
+            .filter(|p| PRIORITIES.contains(p))
+            .ok_or_else(|| ApiError::bad_request(format!("{what}: priority: {low} to {high}, not {p}"))),
+    }
 }
 
 /// The time a job given `run_at` or `delay` (`what` names it in a
-/// refusal) may first run; `None`: at once.
+/// refusal) may first run; `None`: at once (also for a time already past).
 ///
 /// # Errors
 ///
@@ -85,7 +109,7 @@ pub(super) fn start_of(
     if at.duration_since(SystemTime::UNIX_EPOCH).is_ok_and(|since| since > LATEST) {
         return Err(ApiError::bad_request(format!("{what}: a start after the year 9999")));
     }
-    Ok(Some(at))
+    Ok(Some(at).filter(|at| *at > now))
 }
 
 #[cfg(test)]
@@ -100,13 +124,23 @@ mod tests {
     }
 
     #[test]
+    fn a_priority_is_within_its_range() {
+        assert_eq!(priority_of(None, "job").unwrap(), 0);
+        assert_eq!((priority_of(Some(-100), "job").unwrap(), priority_of(Some(100), "job").unwrap()), (-100, 100));
+        for bad in [101, -101, 70_000, i64::MIN] {
+            assert!(priority_of(Some(bad), "job 2").unwrap_err().message.contains("job 2: priority"), "{bad}");
+        }
+    }
+
+    #[test]
     fn a_start_is_a_time_or_a_delay_and_bad_ones_are_refused() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000);
         assert_eq!(start_of(None, None, now, "job").unwrap(), None);
         assert_eq!(start_of(None, Some("90s"), now, "job").unwrap(), Some(now + Duration::from_secs(90)));
         let long = Some(now + Duration::from_secs(2 * 604_800 + 3600 + 1800) + Duration::from_millis(5));
         assert_eq!(start_of(None, Some("2w 1h30m 5ms"), now, "job").unwrap(), long);
-        assert_eq!(start_of(None, Some("0s"), now, "job").unwrap(), Some(now));
+        assert_eq!(start_of(None, Some("0s"), now, "job").unwrap(), None, "now: at once");
+        assert_eq!(start_of(Some("1969-01-01T00:00:00Z"), None, now, "job").unwrap(), None, "past: at once");
         let at = humantime::parse_rfc3339("2027-01-02T03:04:05Z").unwrap();
         assert_eq!(start_of(Some("2027-01-02T03:04:05Z"), None, now, "job").unwrap(), Some(at));
         assert_eq!(start_of(Some("2027-01-02T04:04:05+01:00"), None, now, "job").unwrap(), Some(at));

@@ -229,6 +229,7 @@ macro_rules! store_conformance {
             queue::an_idempotency_key_enqueues_one_job_even_after_it_ended,
             queue::distinct_keys_enqueue_distinct_jobs_and_a_repeat_in_one_call_enqueues_once,
             queue::outputs_and_fault_bodies_are_kept_byte_exact,
+            queue::ready_jobs_are_fetched_by_priority_then_oldest_first,
         }
         $crate::__store_conformance_claims!([$($attrs)*] $backend, [$($($capability),*)?]);
         $crate::__store_conformance_capabilities!([$($attrs)*] ($backend) $($($capability)*)?);

@@ -27,6 +27,7 @@ pub(super) fn job(topic: &str) -> NewJob {
         not_before: None,
         key: None,
         keep_input: true,
+        priority: 0,
     }
 }
 
@@ -212,4 +213,29 @@ pub(super) fn end_at(store: &dyn JobStore, outcome: Outcome, key: Option<String>
     let reported = store.report(vec![(lock, Report::End { outcome, run: AttemptRun::default() })], at).unwrap();
     assert!(matches!(reported[0], Reported::Ended(_)));
     id
+}
+
+/// Conformance check: ready jobs are fetched by priority, then oldest first, and a retried job keeps its priority.
+pub fn ready_jobs_are_fetched_by_priority_then_oldest_first(backend: &dyn Backend) {
+    let fresh = backend.fresh();
+    let store = fresh.store();
+    let with = |priority| NewJob {
+        priority,
+        policy: RetryPolicySpec::Fixed { max_attempts: 3, delay: Duration::ZERO },
+        ..job("t")
+    };
+    let ids = ids_of(store.enqueue([0, 5, -3, 5, 0, 100, -100].map(with).to_vec(), now()).unwrap());
+    assert_eq!(store.get(ids[1]).unwrap().unwrap().priority, 5, "kept with the job");
+    let topics = ["t".to_owned()];
+    let fetch = |max| {
+        let request = FetchRequest { worker: "w", topics: &topics, max, lock_duration: Duration::from_secs(30) };
+        store.fetch_and_lock(request, now()).unwrap().jobs
+    };
+    let first = fetch(3);
+    assert_eq!(first.iter().map(LockedJob::id).collect::<Vec<_>>(), [ids[5], ids[1], ids[3]]);
+    // A job re-armed for a retry comes back at its own priority.
+    let fault = Report::ReArm { fault: Fault::new("boom", ""), not_before: now(), run: AttemptRun::default() };
+    assert_eq!(store.report(vec![(first[1].lock, fault)], now()).unwrap(), [Reported::ReArmed]);
+    let rest: Vec<JobId> = std::iter::from_fn(|| fetch(1).first().map(LockedJob::id)).collect();
+    assert_eq!(rest, [ids[1], ids[0], ids[4], ids[2], ids[6]]);
 }

@@ -118,6 +118,7 @@ mod tests {
             not_before: None,
             key: Some(key.into()),
             keep_input: true,
+            priority: 0,
         }
     }
 

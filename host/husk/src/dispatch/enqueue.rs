@@ -27,11 +27,14 @@ pub struct EnqueueJob {
     /// Not to run before this time (a scheduled job); `None` or a time
     /// already past: as soon as possible.
     pub not_before: Option<SystemTime>,
+    /// Its priority within the topic ([`NewJob::priority`]; default 0),
+    /// clamped to [`PRIORITIES`].
+    pub priority: i16,
 }
 
 impl From<(Vec<u8>, Option<String>)> for EnqueueJob {
     fn from((input, key): (Vec<u8>, Option<String>)) -> Self {
-        Self { input, key, not_before: None }
+        Self { input, key, ..Self::default() }
     }
 }
 
@@ -173,13 +176,14 @@ impl Dispatcher {
         let (policy, keep_input) = (self.resolve_retry(&topic_policy), !topic_policy.drop_input);
         Ok(jobs
             .into_iter()
-            .map(|EnqueueJob { input, key, not_before }| NewJob {
+            .map(|EnqueueJob { input, key, not_before, priority }| NewJob {
                 topic: topic.clone(),
                 input,
                 policy,
                 not_before,
                 key,
                 keep_input,
+                priority: priority.clamp(*PRIORITIES.start(), *PRIORITIES.end()),
             })
             .collect())
     }

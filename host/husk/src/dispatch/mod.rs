@@ -44,7 +44,7 @@ use crate::retry::{RetryPolicy, RetryPolicySpec};
 use crate::sandbox::{CancelToken, Ending};
 use crate::store::{
     AttemptRun, CancelResult, Capped, DiscardResult, Enqueued, FetchRequest, JobId, JobStore, Lock, LockedJob, NewJob,
-    Pruned, QueueCap, Report, Reported, Retention, RetryIncidentResult, StoreError, StoreEvents,
+    PRIORITIES, Pruned, QueueCap, Report, Reported, Retention, RetryIncidentResult, StoreError, StoreEvents,
 };
 
 /// How a topic's faults are classified and retried.

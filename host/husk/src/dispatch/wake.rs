@@ -232,6 +232,7 @@ mod tests {
                 not_before: None,
                 key: None,
                 keep_input: true,
+                priority: 0,
             };
             store.enqueue(vec![job], clock.now()).unwrap()[0].id
         };

@@ -64,7 +64,14 @@ pub struct NewJob {
     /// unless it ends an open incident, which keeps it until retried or
     /// discarded.
     pub keep_input: bool,
+    /// Its priority within its topic: of the jobs ready to run, those of
+    /// the highest priority are fetched first, each priority's oldest
+    /// first (see [`PRIORITIES`]; default 0).
+    pub priority: i16,
 }
+
+/// The priorities a job may have: -100 (last) to 100 (first).
+pub const PRIORITIES: std::ops::RangeInclusive<i16> = -100..=100;
 
 /// What [`JobStore::enqueue`] did with one [`NewJob`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -104,6 +111,9 @@ pub struct LockedJob {
     pub enqueued_at: SystemTime,
     /// When the lock expires.
     pub lock_expires_at: SystemTime,
+    /// The job's priority within its topic: a fetch returns its jobs the
+    /// highest priority first, then the oldest.
+    pub priority: i16,
 }
 
 impl LockedJob {

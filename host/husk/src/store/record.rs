@@ -74,6 +74,9 @@ pub struct JobRecord {
     /// [`Incidents::open_incidents`](crate::store::Incidents::open_incidents) leave it empty.
     #[serde(default)]
     pub attempts: Vec<AttemptRecord>,
+    /// Its priority within its topic ([`NewJob::priority`](crate::store::NewJob::priority)).
+    #[serde(default)]
+    pub priority: i16,
 }
 
 /// One finished attempt of a job.

@@ -14,7 +14,7 @@ use super::{AttemptRecord, JobId, JobRecord, JobState, Lock, LockInfo, expired_a
 /// The version of the SQL schema this husk writes (SQLite's `PRAGMA
 /// user_version`, PostgreSQL's `husk_meta.schema_version`); a store written
 /// by a newer husk (a higher version) is refused.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 use crate::fault::{Fault, codes};
 use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::{RetryPolicy, RetryPolicySpec};
@@ -90,6 +90,8 @@ pub struct LiveRow {
     pub lock_token: Option<i64>,
     /// When its lock expires (ms since the epoch).
     pub lock_expires_at: Option<i64>,
+    /// Its priority within its topic.
+    pub priority: i16,
 }
 
 /// The column list [`LiveRow`] is read from, in order (a macro, for
@@ -99,7 +101,7 @@ pub struct LiveRow {
 macro_rules! __husk_sql_live_columns {
     () => {
         "id, topic, policy, attempt, state, enqueued_at, not_before, last_fault, \
-         cancel_requested, lock_worker, lock_token, lock_expires_at"
+         cancel_requested, lock_worker, lock_token, lock_expires_at, priority"
     };
 }
 pub use crate::__husk_sql_live_columns as live_columns;
@@ -192,6 +194,7 @@ impl LiveRow {
             outcome: None,
             discarded: false,
             attempts: Vec::new(),
+            priority: self.priority,
         })
     }
 }
@@ -211,13 +214,25 @@ pub enum Expired {
     End(Outcome),
 }
 
+/// An outcome row's columns beyond the outcome (see [`outcome_columns!`]).
+#[derive(Debug, Clone)]
+pub struct OutcomeRow {
+    /// The terminal outcome.
+    pub outcome: TerminalOutcome,
+    /// The job's retry policy, as JSON.
+    pub policy: String,
+    /// The fault of its last attempt, as JSON.
+    pub last_fault: Option<String>,
+    /// Whether it is an open incident.
+    pub open_incident: bool,
+    /// Its priority when it ended.
+    pub priority: i16,
+}
+
 /// The record of an ended job from its outcome row (without its attempts).
-pub fn record_of_outcome(
-    outcome: TerminalOutcome,
-    policy: &str,
-    last_fault: Option<&str>,
-    open_incident: bool,
-) -> Result<JobRecord, serde_json::Error> {
+pub fn record_of_outcome(row: OutcomeRow) -> Result<JobRecord, serde_json::Error> {
+    let OutcomeRow { outcome, policy, last_fault, open_incident, priority } = row;
+    let (policy, last_fault) = (policy.as_str(), last_fault.as_deref());
     let discarded = matches!(outcome.outcome, crate::outcome::Outcome::Failed { .. }) && !open_incident;
     Ok(JobRecord {
         id: outcome.job_id,
@@ -233,6 +248,7 @@ pub fn record_of_outcome(
         outcome: Some(outcome),
         discarded,
         attempts: Vec::new(),
+        priority,
     })
 }
 
@@ -259,7 +275,7 @@ pub fn depths_of(rows: Vec<(String, i64, i64)>) -> Vec<(String, super::Depth)> {
 #[macro_export]
 macro_rules! __husk_sql_outcome_columns {
     () => {
-        "seq, job_id, topic, attempts, enqueued_at, finished_at, outcome, policy, last_fault, open_incident"
+        "seq, job_id, topic, attempts, enqueued_at, finished_at, outcome, policy, last_fault, open_incident, priority"
     };
 }
 pub use crate::__husk_sql_outcome_columns as outcome_columns;

@@ -346,6 +346,8 @@ pub struct Job {
     pub state: JobStatus,
     /// The attempt it is on, or the attempts made once it ended.
     pub attempt: u32,
+    /// Its priority within its topic (-100 to 100; higher runs first).
+    pub priority: i16,
     /// Its retry policy.
     pub retry_policy: RetryPolicy,
     /// When it was enqueued.
@@ -379,6 +381,7 @@ impl From<&JobRecord> for Job {
             topic: r.topic.clone(),
             state: JobStatus::of(r),
             attempt: r.attempt,
+            priority: r.priority,
             retry_policy: r.policy.into(),
             enqueued_at: time(r.enqueued_at),
             not_before: r.not_before.map(time),

@@ -16,7 +16,8 @@ pub use answers::*;
 pub use job::*;
 pub use topics::*;
 
-/// A time as the API writes it: RFC 3339 in UTC, to the millisecond.
+/// A time as the API writes it: RFC 3339 in UTC, to the millisecond (one
+/// before 1970, which no stored time is, as 1970's first instant).
 pub(crate) fn time(at: SystemTime) -> String {
-    humantime::format_rfc3339_millis(at).to_string()
+    humantime::format_rfc3339_millis(at.max(SystemTime::UNIX_EPOCH)).to_string()
 }

@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use serde_json::json;
 
-use super::{Ended, Incident, Inner, Live};
+use super::{Ended, Incident, Inner, Live, Ready};
 use crate::fault::{Fault, codes};
 use crate::outcome::{Outcome, TerminalOutcome};
 use crate::retry::RetryPolicy;
@@ -28,6 +28,7 @@ impl Live {
             outcome: None,
             discarded: false,
             attempts: Vec::new(),
+            priority: self.priority,
         }
     }
 
@@ -71,7 +72,8 @@ impl Inner {
             None => {
                 job.state = JobState::Queued;
                 job.not_before = None;
-                self.ready.entry(topic.clone()).or_default().push_back(id);
+                let ready = Ready(std::cmp::Reverse(job.priority), id);
+                self.ready.entry(topic.clone()).or_default().insert(ready);
             }
         }
         let new = self.live[&id].state;

@@ -53,9 +53,10 @@ struct Inner {
     next_token: u64,
     next_seq: u64,
     live: HashMap<JobId, Live>,
-    /// Queued jobs per topic, oldest first. May hold ids of jobs that were
-    /// since cancelled; they are skipped when popped.
-    ready: HashMap<String, VecDeque<JobId>>,
+    /// Queued jobs per topic, the highest priority first, then the oldest
+    /// (see [`Ready`]). May hold ids of jobs that were since cancelled;
+    /// they are skipped when popped.
+    ready: HashMap<String, BTreeSet<Ready>>,
     gates: BTreeSet<(SystemTime, JobId)>,
     locks: BTreeSet<(SystemTime, JobId)>,
     ended: HashMap<JobId, Ended>,
@@ -82,6 +83,11 @@ struct TopicVersions {
     kept: Vec<(StoredVersion, Arc<[u8]>)>,
 }
 
+/// A queued job's place in its topic's ready set: the highest priority
+/// first, then the lowest id (the oldest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Ready(std::cmp::Reverse<i16>, JobId);
+
 #[derive(Debug)]
 struct Live {
     topic: String,
@@ -98,6 +104,7 @@ struct Live {
     history: Vec<AttemptRecord>,
     /// Whether its input outlives it ([`NewJob::keep_input`](crate::store::NewJob::keep_input)).
     keep_input: bool,
+    priority: i16,
 }
 
 #[derive(Debug)]
@@ -190,6 +197,7 @@ impl JobStore for MemoryStore {
                     cancel_requested: false,
                     history: Vec::new(),
                     keep_input: job.keep_input,
+                    priority: job.priority,
                 },
             );
             inner.arm(id, job.not_before, now);
@@ -216,7 +224,7 @@ impl JobStore for MemoryStore {
                     continue;
                 }
                 let next = loop {
-                    let Some(id) = inner.ready.get_mut(topic.as_str()).and_then(VecDeque::pop_front) else {
+                    let Some(Ready(_, id)) = inner.ready.get_mut(topic.as_str()).and_then(BTreeSet::pop_first) else {
                         break None;
                     };
                     if inner.live.get(&id).is_some_and(|job| job.state == JobState::Queued) {
@@ -243,6 +251,7 @@ impl JobStore for MemoryStore {
                     policy: job.policy,
                     enqueued_at: job.enqueued_at,
                     lock_expires_at: expires_at,
+                    priority: job.priority,
                 });
             }
         }
@@ -386,6 +395,7 @@ impl Incidents for MemoryStore {
                 cancel_requested: false,
                 history,
                 keep_input: ended.keep_input,
+                priority: record.priority,
             },
         );
         inner.arm(id, None, now);
