@@ -78,6 +78,31 @@ fn a_hundred_deploys_under_load_fail_no_job_and_each_attempt_records_its_version
     assert_eq!(digests[&versions[0].version], "v1", "the last deploy (v1) is current");
 }
 
+/// On a store that keeps no versions the process's own log does what the
+/// store does: a rollback moves the current pointer back along the deploy
+/// order, and a second one has nowhere further back to go.
+#[test]
+fn a_rollback_in_a_store_without_versions_walks_back_the_deploy_order() {
+    let host = Host::builder()
+        .engine(test_config())
+        .store(Arc::new(crate::rig::CoreOnly(husk::store::MemoryStore::new())))
+        .topic(Topic::wasm("quote", PluginSource::Path(guest("quote-v1"))).with_workers(1))
+        .build()
+        .unwrap();
+    let v1 = host.versions("quote").unwrap()[0].version.clone();
+    let v2 = host.deploy("quote", &PluginSource::Path(guest("quote-v2")), Origin::Deploy).unwrap().version;
+    let back = host.rollback_by("quote", None, Some("tenant-a")).unwrap();
+    assert_eq!((back.version.clone(), back.origin), (v1.clone(), Origin::Config));
+    assert_eq!(back.rolled_back.and_then(|r| r.by).as_deref(), Some("tenant-a"));
+    assert!(host.rollback("quote", None).is_err(), "nothing before v1");
+    let listed: Vec<(String, bool)> =
+        host.versions("quote").unwrap().into_iter().map(|v| (v.version, v.current)).collect();
+    assert_eq!(listed, [(v2.clone(), false), (v1.clone(), true)], "the deploy order stays");
+    assert_eq!(host.rollback("quote", Some(&v2[..12])).unwrap().version, v2, "forward by name");
+    assert!(host.versions("quote").unwrap()[0].rolled_back.is_some());
+    host.shutdown();
+}
+
 fn locked(input: Value) -> LockedJob {
     LockedJob {
         lock: Lock { job: JobId(1), token: 1 },

@@ -158,10 +158,12 @@ impl VersionLog {
             self.rolled_back = Some(Rollback { by: stamp.by, at: stamp.at });
             return;
         }
+        // A deploy; or a rollback to a version this process never loaded
+        // (another process's, followed here): kept as the newest.
+        self.rolled_back = (stamp.origin == Origin::Rollback).then(|| Rollback { by: stamp.by.clone(), at: stamp.at });
         self.entries.retain(|e| e.plugin.digest() != plugin.digest());
         self.entries.push(Entry { plugin, stamp });
         self.current = self.entries.len() - 1;
-        self.rolled_back = None;
         if self.entries.len() > KEPT_VERSIONS {
             self.entries.remove(0);
             self.current -= 1;
