@@ -26,6 +26,7 @@ mod leak;
 mod migrate;
 mod outbound;
 mod pause;
+mod periodic;
 mod plugin;
 mod pool;
 mod quota;

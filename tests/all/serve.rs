@@ -351,6 +351,15 @@ fn bad_config_and_store_input_fail_at_start_with_one_line_naming_them() {
     assert!(error.contains("retention.drop_inputs[1]") && error.contains("no topic `typo`"), "{error}");
     let error = run(&format!("store = \"memory\"\n{topic}permanent_faults = [\"billing.*\", \"*.x\"]\n"));
     assert!(error.contains("topics.t.permanent_faults") && error.contains("`*.x`"), "{error}");
+    for (lines, key) in [
+        ("schedule = \"*/5 * * *\"\n", "topics.t.schedule"),
+        ("schedule = \"* * * * *\"\ntimezone = \"Mars/Base\"\n", "topics.t.timezone"),
+        ("input = { name = \"x\" }\n", "topics.t.input"),
+        ("schedule = \"* * * * *\"\ncatch_up = \"0s\"\n", "topics.t.catch_up"),
+    ] {
+        let error = run(&format!("store = \"memory\"\n{topic}{lines}"));
+        assert!(error.contains(key), "{key}: {error}");
+    }
     let error = run(&format!("store = \"memory\"\npermanent_faults = [\"\"]\n{topic}"));
     assert!(error.contains("permanent_faults") && error.contains("names no code"), "{error}");
 

@@ -575,6 +575,7 @@ fn a_topics_page_shows_its_configuration_and_its_last_hour() {
         r#"<dd class="hosts">none</dd>"#,
         "none: every fault is technical",
         r#"<dd class="permanent">http.http-request-denied, invalid-input</dd>"#,
+        r#"<dd class="schedule">none</dd>"#,
         "kept with the outcome",
     ] {
         assert!(page.body.contains(shown), "{shown} in:\n{}", page.body);

@@ -69,6 +69,7 @@ pub mod job;
 mod linker;
 pub mod notify;
 pub mod outcome;
+pub mod periodic;
 pub mod permanent;
 pub mod plugin;
 pub mod quota;

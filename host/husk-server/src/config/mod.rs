@@ -344,6 +344,7 @@ impl Config {
             if let Some(codes) = &topic.permanent_faults {
                 topic::permanent_faults(codes, &format!("topics.{name}.permanent_faults"))?;
             }
+            topic.schedule(name)?;
         }
         for (i, topic) in self.retention.drop_inputs.iter().enumerate() {
             if !self.topics.contains_key(topic) {
@@ -549,5 +550,17 @@ mod tests {
         assert_ne!(uncommented, text, "the operator_tokens line is in the example");
         let config = Config::parse(&uncommented).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(config.operator_tokens.len(), 1);
+        // The periodic job's keys, inputs dropped and faults never retried
+        // work where they sit too.
+        let mut more = uncommented.clone();
+        for key in ["schedule", "input", "timezone", "catch_up", "drop_inputs", "permanent_faults"] {
+            let commented = format!("\n# {key} = ");
+            assert!(more.contains(&commented), "{key} is in the example");
+            more = more.replace(&commented, &format!("\n{key} = "));
+        }
+        let config = Config::parse(&more).unwrap_or_else(|e| panic!("{e}"));
+        let schedule = config.topics["transform"].schedule("transform").unwrap().expect("a schedule");
+        assert_eq!((schedule.line(), schedule.zone()), ("*/5 * * * *", "Europe/Berlin"));
+        assert_eq!(config.retention.drop_inputs, ["transform"]);
     }
 }

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use husk::capability::{AllowedHost, ConfigGrant, Grants, HttpGrant, Secret};
 use husk::classify::Rule;
 use husk::host::{MapperSpec, OperatorFile, PluginSource, Topic};
+use husk::periodic::{DEFAULT_CATCH_UP, Schedule, ScheduleError};
 use husk::permanent::PermanentFaults;
 use husk::retry::RetryPolicySpec;
 use husk::sandbox::Limits;
@@ -56,6 +57,22 @@ pub struct TopicConfig {
     /// `classify` itself.
     #[serde(default)]
     pub mapper: Option<PathBuf>,
+    /// Periodic jobs: a cron line (minute hour day month weekday, with an
+    /// optional leading seconds field); each tick makes one job of `input`,
+    /// once across every process sharing the store.
+    #[serde(default)]
+    pub schedule: Option<String>,
+    /// The input of each periodic job (any TOML value, sent as JSON;
+    /// default `{}`).
+    #[serde(default)]
+    pub input: Option<toml::Value>,
+    /// The schedule's time zone, an IANA name (default `UTC`).
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// How far back a starting process enqueues the ticks missed while no
+    /// process ran (default `1m`).
+    #[serde(default, with = "humantime_serde")]
+    pub catch_up: Option<Duration>,
     /// Declarative classification rules (instead of `mapper`).
     #[serde(default)]
     pub mapper_rules: Option<Vec<Rule>>,
@@ -158,6 +175,9 @@ impl TopicConfig {
             let key = format!("topics.{name}.permanent_faults");
             topic = topic.with_permanent_faults(permanent_faults(codes, &key)?);
         }
+        if let Some(schedule) = self.schedule(name)? {
+            topic = topic.with_schedule(schedule);
+        }
         if let Some(deadline) = self.mapper_deadline {
             topic = topic.with_mapper_deadline(deadline);
         }
@@ -196,4 +216,39 @@ pub(super) fn parse_hosts(hosts: &[String], key: &str) -> Result<Vec<AllowedHost
 /// A `permanent_faults` list (at `key`), checked.
 pub(super) fn permanent_faults(codes: &[String], key: &str) -> Result<PermanentFaults, KeyError> {
     PermanentFaults::new(codes.iter().cloned()).map_err(|e| KeyError::new(key, e.to_string()))
+}
+
+impl TopicConfig {
+    /// The topic's schedule of periodic jobs, if it sets one.
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError`] naming the key that is wrong, or a periodic job's key
+    /// (`input`, `timezone`, `catch_up`) without a `schedule`.
+    pub(super) fn schedule(&self, name: &str) -> Result<Option<Schedule>, KeyError> {
+        let key = |key: &str| format!("topics.{name}.{key}");
+        let Some(line) = &self.schedule else {
+            let orphan = [("input", self.input.is_some()), ("timezone", self.timezone.is_some())]
+                .into_iter()
+                .chain([("catch_up", self.catch_up.is_some())])
+                .find(|(_, set)| *set);
+            return match orphan {
+                Some((orphan, _)) => Err(KeyError::new(key(orphan), "applies to periodic jobs: set `schedule`")),
+                None => Ok(None),
+            };
+        };
+        let input = match &self.input {
+            Some(value) => serde_json::to_vec(value).map_err(|e| KeyError::new(key("input"), e.to_string()))?,
+            None => b"{}".to_vec(),
+        };
+        let catch_up = self.catch_up.unwrap_or(DEFAULT_CATCH_UP);
+        Schedule::new(line, self.timezone.as_deref(), input, catch_up).map(Some).map_err(|e| {
+            let which = match e {
+                ScheduleError::TimeZone(_) => "timezone",
+                ScheduleError::CatchUp => "catch_up",
+                _ => "schedule",
+            };
+            KeyError::new(key(which), e.to_string())
+        })
+    }
 }

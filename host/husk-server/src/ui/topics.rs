@@ -46,6 +46,10 @@ fn about(ui: &Ui, name: &str) -> pages::topic::About {
             fuel: limits.fuel,
             retry: host.retry_of(topic),
             permanent: topic.permanent_faults().to_string(),
+            schedule: topic.schedule().map(|s| {
+                let catch_up = humantime::format_duration(s.catch_up());
+                format!("{} ({}; missed ticks caught up for {catch_up})", s.line(), s.zone())
+            }),
             drops_inputs: topic.drops_inputs(),
             mapper: topic.has_mapper(),
             allowed_hosts: hosts.unwrap_or_default(),

@@ -5,6 +5,7 @@
 
 mod deploy;
 mod jobs;
+mod periodic;
 mod pruner;
 mod services;
 mod snapshot;
@@ -550,6 +551,17 @@ impl Host {
         };
         if !follower.topics.is_empty() {
             self.services.start(follower)?;
+        }
+        let scheduled: Vec<periodic::Scheduled> = self
+            .runtimes
+            .iter()
+            .filter_map(|r| {
+                let schedule = r.topic.schedule.clone()?;
+                Some(periodic::Scheduled { topic: r.topic.name.clone(), schedule, enqueued_through: None })
+            })
+            .collect();
+        if !scheduled.is_empty() {
+            self.services.start(periodic::Scheduler { dispatcher: self.dispatcher.clone(), topics: scheduled })?;
         }
         Ok(())
     }

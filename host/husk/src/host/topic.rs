@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::capability::Grants;
 use crate::classify::{ErrorMapper, Rule, Rules};
 use crate::dispatch::TopicPolicy;
+use crate::periodic::Schedule;
 use crate::permanent::PermanentFaults;
 use crate::plugin::{Plugin, PluginError, World};
 use crate::retry::RetryPolicySpec;
@@ -137,6 +138,7 @@ pub struct Topic {
     pub(super) grants: Grants,
     pub(super) drop_input: bool,
     pub(super) permanent: Option<PermanentFaults>,
+    pub(super) schedule: Option<Schedule>,
 }
 
 impl std::fmt::Debug for Topic {
@@ -170,6 +172,7 @@ impl Topic {
             grants: Grants::default(),
             drop_input: false,
             permanent: None,
+            schedule: None,
         }
     }
 
@@ -263,6 +266,20 @@ impl Topic {
     /// ([`Topic::dropping_inputs`]).
     pub fn drops_inputs(&self) -> bool {
         self.drop_input
+    }
+
+    /// Makes the topic's periodic jobs: one per tick of `schedule`, in
+    /// every process running the topic, once across them all (see
+    /// [`crate::periodic`]).
+    #[must_use]
+    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = Some(schedule);
+        self
+    }
+
+    /// The topic's schedule of periodic jobs, if it has one.
+    pub fn schedule(&self) -> Option<&Schedule> {
+        self.schedule.as_ref()
     }
 
     /// Sets the technical faults the topic never retries, replacing the

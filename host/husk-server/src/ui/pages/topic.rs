@@ -28,6 +28,7 @@ pub(in crate::ui) struct Settings {
     pub(in crate::ui) fuel: Option<u64>,
     pub(in crate::ui) retry: RetryPolicySpec,
     pub(in crate::ui) permanent: String,
+    pub(in crate::ui) schedule: Option<String>,
     pub(in crate::ui) drops_inputs: bool,
     pub(in crate::ui) mapper: bool,
     pub(in crate::ui) allowed_hosts: Vec<String>,
@@ -59,6 +60,9 @@ fn settings(settings: &Settings) -> Markup {
             dt { "Fuel" } dd { @match settings.fuel { Some(fuel) => (fuel), None => "unmetered" } }
             dt { "Retry" } dd.retry { (retry_text(settings.retry)) }
             dt { "Never retried" } dd.permanent { (settings.permanent) }
+            dt { "Periodic jobs" } dd.schedule {
+                @match &settings.schedule { Some(schedule) => code { (schedule) }, None => "none" }
+            }
             dt { "Inputs" } dd {
                 @if settings.drops_inputs { "dropped when a job ends" } @else { "kept with the outcome" }
             }
